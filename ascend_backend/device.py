@@ -1,0 +1,212 @@
+"""Device detection: npu, cuda or cpu — and the one module that imports `torch_npu`.
+
+Why one module: on a machine without CANN an installed torch_npu breaks imports in surprising places
+(torch's backend autoload imports it inside `import torch`). Keeping the import here means the
+failure is caught once, classified, and kept as a reason the environment checks and notebooks can
+show ("libascendcl.so missing: CANN's set_env.sh was not sourced"), instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import importlib
+import importlib.util
+import re
+from dataclasses import dataclass
+from types import ModuleType
+
+import torch
+
+from ascend_backend import envs
+
+
+class DeviceKind(str, enum.Enum):
+    NPU = "npu"
+    CUDA = "cuda"
+    CPU = "cpu"
+
+
+class NpuUnavailable(str, enum.Enum):
+    """Why the NPU tier is not usable; AVAILABLE when it is."""
+
+    AVAILABLE = "available"
+    DISABLED = "disabled by ASCEND_BACKEND_DISABLE_NPU"
+    NOT_INSTALLED = "torch_npu not installed"
+    CANN_NOT_SOURCED = "CANN libraries not found"
+    ATB_MISSING = "NNAL/ATB library missing or mismatched"
+    TORCH_MISMATCH = "torch and torch_npu are not a matching pair"
+    NO_DEVICE = "torch_npu imports but no NPU is visible"
+    IMPORT_ERROR = "torch_npu failed to import"
+
+
+@dataclass(frozen=True)
+class NpuStatus:
+    """Outcome of trying torch_npu: `kind` is the class, `detail` the evidence, `fix` what to do."""
+
+    kind: NpuUnavailable
+    detail: str
+    fix: str
+
+    @property
+    def available(self) -> bool:
+        return self.kind is NpuUnavailable.AVAILABLE
+
+
+_CANN_LIBS = re.compile(r"lib(ascendcl|hccl|opapi|ge_runner|runtime|acl_op_compiler|nnopbase)\w*\.so")
+
+
+def classify_npu_import_error(text: str) -> NpuStatus:
+    """Map the text of a failed `import torch_npu` to a cause and a fix.
+
+    Signatures come from real reports (see shared/samples/ascend/error_*.txt): a missing CANN shared
+    library means set_env.sh was not sourced; an undefined `atb::` symbol means NNAL/ATB is absent or
+    from another CANN; an undefined `c10::` symbol or a version complaint means torch_npu was built for a
+    different torch.
+    """
+    last = text.strip().splitlines()[-1] if text.strip() else text
+    if _CANN_LIBS.search(text) and "cannot open shared object" in text:
+        lib = _CANN_LIBS.search(text).group(0)
+        return NpuStatus(
+            NpuUnavailable.CANN_NOT_SOURCED,
+            f"{lib}: cannot open shared object file",
+            "source /usr/local/Ascend/ascend-toolkit/set_env.sh (or $ASCEND_HOME_PATH/set_env.sh) in the "
+            "shell that starts Python; in containers also mount /usr/local/Ascend/driver",
+        )
+    if re.search(r"undefined symbol: _ZN\w*3atb", text):
+        return NpuStatus(
+            NpuUnavailable.ATB_MISSING,
+            _first_line_with(text, "undefined symbol"),
+            "install the NNAL package matching your CANN version and source "
+            "/usr/local/Ascend/nnal/atb/set_env.sh",
+        )
+    if re.search(r"undefined symbol: _ZN\w*c10", text) or re.search(
+        r"(torch_npu|torch).{0,80}version.{0,80}(mismatch|not match|incompatible|requires)", text, re.I
+    ):
+        return NpuStatus(
+            NpuUnavailable.TORCH_MISMATCH,
+            _first_line_with(text, "undefined symbol") or last,
+            "install the torch release this torch_npu was built for (torch_npu X.Y.Z[.postN] pairs with "
+            "torch X.Y.Z); see recipes/matrices for the verified combinations",
+        )
+    return NpuStatus(NpuUnavailable.IMPORT_ERROR, last, "run `python -c 'import torch_npu'` to see the full error")
+
+
+def _first_line_with(text: str, needle: str) -> str:
+    return next((line.strip() for line in text.splitlines() if needle in line), "")
+
+
+@functools.lru_cache(maxsize=1)
+def _load_torch_npu() -> tuple[ModuleType | None, NpuStatus]:
+    # Cached: importing torch_npu is slow and its outcome cannot change within a process.
+    if envs.ASCEND_BACKEND_DISABLE_NPU:
+        return None, NpuStatus(NpuUnavailable.DISABLED, "ASCEND_BACKEND_DISABLE_NPU=1", "unset it")
+    if importlib.util.find_spec("torch_npu") is None:
+        return None, NpuStatus(
+            NpuUnavailable.NOT_INSTALLED,
+            "no module named torch_npu",
+            "on an Ascend machine: install the torch_npu matching your torch (pip install '.[npu]')",
+        )
+    try:
+        module = importlib.import_module("torch_npu")
+    except Exception as exc:  # noqa: BLE001 - any import failure is data for the checks
+        import traceback
+
+        return None, classify_npu_import_error("".join(traceback.format_exception(exc)))
+    try:
+        visible = bool(torch.npu.is_available())  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001
+        visible, why = False, f"torch.npu.is_available() raised {exc!r}"
+    else:
+        why = "torch.npu.is_available() is False"
+    if not visible:
+        return module, NpuStatus(
+            NpuUnavailable.NO_DEVICE,
+            why,
+            "run `npu-smi info`: no card listed means a driver problem; a listed card means a permission "
+            "or ASCEND_RT_VISIBLE_DEVICES problem",
+        )
+    return module, NpuStatus(NpuUnavailable.AVAILABLE, f"torch_npu {getattr(module, '__version__', '?')}", "")
+
+
+def npu_status() -> NpuStatus:
+    """Whether the NPU tier is usable, and if not, why and how to fix it."""
+    return _load_torch_npu()[1]
+
+
+def torch_npu() -> ModuleType:
+    """The torch_npu module for NPU adapters; raises with the classified reason when unusable."""
+    module, status = _load_torch_npu()
+    if module is None or not status.available:
+        raise RuntimeError(f"torch_npu unusable: {status.kind.value} ({status.detail}). Fix: {status.fix}")
+    return module
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    kind: DeviceKind
+    name: str
+    count: int
+    total_memory: int | None  # bytes, per device; None where unknown
+    free_memory: int | None
+    npu: NpuStatus
+
+    @property
+    def torch_device(self) -> torch.device:
+        return torch.device(self.kind.value, 0) if self.kind is not DeviceKind.CPU else torch.device("cpu")
+
+
+def detect() -> DeviceInfo:
+    """The best device here: npu, else cuda, else cpu, with name, count and memory."""
+    status = npu_status()
+    if status.available:
+        npu = torch.npu  # type: ignore[attr-defined]
+        free, total = npu.mem_get_info(0)
+        return DeviceInfo(DeviceKind.NPU, npu.get_device_name(0), npu.device_count(), total, free, status)
+    if torch.cuda.is_available():
+        free, total = torch.cuda.mem_get_info(0)
+        return DeviceInfo(
+            DeviceKind.CUDA, torch.cuda.get_device_name(0), torch.cuda.device_count(), total, free, status
+        )
+    total, free = _host_memory()
+    return DeviceInfo(DeviceKind.CPU, _cpu_name(), 1, total, free, status)
+
+
+def kind_of(device: torch.device | str) -> DeviceKind:
+    """DeviceKind of a tensor's device ('npu:0' -> NPU, 'cuda:1' -> CUDA, anything else -> CPU)."""
+    dev_type = torch.device(device).type if not isinstance(device, torch.device) else device.type
+    return {"npu": DeviceKind.NPU, "cuda": DeviceKind.CUDA}.get(dev_type, DeviceKind.CPU)
+
+
+def synchronize(kind: DeviceKind | None = None) -> None:
+    """Wait for queued kernels (needed before timing on npu/cuda; a no-op on cpu)."""
+    kind = kind or detect().kind
+    if kind is DeviceKind.NPU:
+        torch.npu.synchronize()  # type: ignore[attr-defined]
+    elif kind is DeviceKind.CUDA:
+        torch.cuda.synchronize()
+
+
+def _host_memory() -> tuple[int | None, int | None]:
+    try:
+        fields = dict(line.split(":", 1) for line in open("/proc/meminfo", encoding="ascii"))
+    except OSError:
+        return None, None
+
+    def kib(key: str) -> int | None:
+        raw = fields.get(key)
+        return int(raw.split()[0]) * 1024 if raw else None
+
+    return kib("MemTotal"), kib("MemAvailable")
+
+
+def _cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"

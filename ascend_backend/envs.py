@@ -1,0 +1,102 @@
+"""Every environment variable ascend_backend reads, in one documented table.
+
+Values are read lazily, at attribute access, never at import: a test or a launcher can set a variable
+after `import ascend_backend` and the next read sees it. Nothing else in the package reads
+`os.environ` for its own settings.
+
+    >>> from ascend_backend import envs
+    >>> envs.ASCEND_BACKEND_FORCE_NATIVE      # frozenset of op names, or {"*"} for all
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+def _op_set(raw: str) -> frozenset[str]:
+    """'rms_norm, silu_and_mul' -> {'rms_norm', 'silu_and_mul'}; 'all', '1' or '*' -> {'*'}."""
+    items = {part.strip() for part in raw.split(",") if part.strip()}
+    if items & {"all", "1", "*", "true"}:
+        return frozenset({"*"})
+    return frozenset(items)
+
+
+def _flag(raw: str) -> bool:
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    default: str
+    parse: Callable[[str], Any]
+    doc: str
+
+
+ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar(
+        "ASCEND_BACKEND_FORCE_NATIVE",
+        "",
+        _op_set,
+        "Comma-separated op names that must use the native PyTorch path even where an NPU/CUDA "
+        "kernel exists; 'all' forces every op. The first thing to try when an NPU kernel is suspected "
+        "of a wrong result.",
+    ),
+    EnvVar(
+        "ASCEND_BACKEND_DISABLE_NPU",
+        "0",
+        _flag,
+        "1 = never import torch_npu (treat the machine as having no NPU). Useful to take a broken CANN "
+        "install out of the picture.",
+    ),
+    EnvVar(
+        "ASCEND_BACKEND_LOG_LEVEL",
+        "WARNING",
+        str.upper,
+        "Log level of the 'ascend_backend' logger (fallback decisions are logged once at INFO).",
+    ),
+    EnvVar(
+        "ASCEND_BACKEND_FAULT",
+        "",
+        str,
+        "Fault to inject in every process that imports the backend, e.g. 'rms_norm:nan' or "
+        "'rms_norm:scale:factor=1.01:call=3:module=model.layers.2.*'. Used by the debugging tools to "
+        "break exactly one op inside a real server.",
+    ),
+    EnvVar(
+        "ASCEND_BACKEND_DISABLED_OPS",
+        "",
+        _op_set,
+        "Comma-separated op names whose vLLM plugin override is not installed (vLLM's own layer runs).",
+    ),
+    EnvVar(
+        "ASCEND_BACKEND_STATS_FILE",
+        "",
+        str,
+        "Path prefix where each process writes its op call statistics as JSON at exit "
+        "(<prefix>.<pid>.json), so call counts can be read from outside a server.",
+    ),
+)
+
+_BY_NAME = {var.name: var for var in ENV_VARS}
+
+
+def __getattr__(name: str) -> Any:
+    var = _BY_NAME.get(name)
+    if var is None:
+        raise AttributeError(f"ascend_backend.envs has no variable {name!r}; known: {sorted(_BY_NAME)}")
+    return var.parse(os.environ.get(name, var.default))
+
+
+def __dir__() -> list[str]:
+    return sorted(_BY_NAME) + ["ENV_VARS", "EnvVar", "describe"]
+
+
+def describe() -> list[dict[str, str]]:
+    """Rows (name, value, default, doc) for notebooks and the README."""
+    return [
+        {"name": v.name, "value": os.environ.get(v.name, ""), "default": v.default, "doc": v.doc}
+        for v in ENV_VARS
+    ]

@@ -1,0 +1,15 @@
+"""The backend's ops as plain functions; each dispatches through `ascend_backend.registry`.
+
+Importing this package registers every implementation (native, and NPU adapters that only touch
+torch_npu when called).
+"""
+
+from ascend_backend.ops.activation import gelu, gelu_tanh, silu_and_mul
+from ascend_backend.ops.linear import linear
+from ascend_backend.ops.norm import add_rms_norm, rms_norm
+from ascend_backend.ops.rotary import build_cos_sin_cache, rotary_embedding
+
+__all__ = [
+    "add_rms_norm", "build_cos_sin_cache", "gelu", "gelu_tanh", "linear", "rms_norm", "rotary_embedding",
+    "silu_and_mul",
+]

@@ -1,0 +1,24 @@
+"""Linear layer: y = x W^T + b.
+
+There is deliberately no separate NPU adapter: vllm-ascend's unquantized linear method runs
+`torch.nn.functional.linear`, which torch_npu lowers to the CANN matmul kernel, so the native function
+*is* the NPU path (describe() says so). Quantized matmuls (`npu_quant_matmul`) belong to
+`ascend_backend.quantization`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ascend_backend.registry import REGISTRY, Backend
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x: [..., in], weight: [out, in], bias: [out] | None -> [..., out]."""
+    return REGISTRY.dispatch("linear", x.device, x, weight, bias)
+
+
+@REGISTRY.register("linear", Backend.NATIVE, doc="x @ weight.T + bias (aten matmul; CANN matmul on NPU)")
+def linear_native(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    return F.linear(x, weight, bias)

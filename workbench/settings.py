@@ -1,0 +1,29 @@
+"""The workbench's own environment variables and default locations, read in one place.
+
+ASCEND_WORKBENCH_CACHE  where prepared models and other derived artefacts live
+                        (default ~/.cache/ascend-workbench; safe to delete, rebuilt on demand)
+ASCEND_WORKBENCH_RUNS   where `ascend-workbench run` writes executed notebooks (default ./runs)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ASCEND_WORKBENCH_CACHE") or Path.home() / ".cache" / "ascend-workbench")
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get("ASCEND_WORKBENCH_RUNS") or Path.cwd() / "runs")
+
+
+def notebooks_dir() -> Path:
+    return REPO_ROOT / "notebooks"
+
+
+def recipes_dir() -> Path:
+    return REPO_ROOT / "recipes"
