@@ -174,7 +174,8 @@ def detect() -> DeviceInfo:
 
 def kind_of(device: torch.device | str) -> DeviceKind:
     """DeviceKind of a tensor's device ('npu:0' -> NPU, 'cuda:1' -> CUDA, anything else -> CPU)."""
-    dev_type = torch.device(device).type if not isinstance(device, torch.device) else device.type
+    # Parse strings ourselves: torch.device("npu:0") raises where torch_npu is not loaded.
+    dev_type = device.type if isinstance(device, torch.device) else str(device).split(":", 1)[0].strip()
     return {"npu": DeviceKind.NPU, "cuda": DeviceKind.CUDA}.get(dev_type, DeviceKind.CPU)
 
 

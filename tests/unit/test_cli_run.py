@@ -1,0 +1,45 @@
+"""`ascend-workbench run`: executed copies, HTML, index.html, and a clear failure naming notebook and cell."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import FIXTURES
+from workbench.cli import main
+
+
+def test_run_reports_the_failing_notebook_and_cell(tmp_path, capsys):
+    code = main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path), "-p", "value=21"])
+    assert code == 1
+    (run_dir,) = tmp_path.iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    by_name = {n["notebook"]: n for n in summary["notebooks"]}
+    assert by_name["0_good.ipynb"]["ok"] is True
+    bad = by_name["1_bad.ipynb"]
+    assert bad["ok"] is False and bad["failed_cell"] == 2  # markdown 0, parameters 1, failing cell 2 (as in the source notebook)
+    assert "broken with value=21" in bad["error"]
+    for name in ("0_good.ipynb", "0_good.html", "1_bad.ipynb", "1_bad.html", "index.html"):
+        assert (run_dir / name).is_file(), name
+    index = (run_dir / "index.html").read_text()
+    assert "FAILED" in index and "0_good.html" in index
+    err = capsys.readouterr().err
+    assert "1_bad.ipynb (cell 2)" in err
+
+
+def test_run_only_filter_and_success_exit(tmp_path):
+    assert main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path), "--only", "good"]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "--notebooks", "/nonexistent/dir"], "does not exist"),
+        (["run", "--notebooks", str(FIXTURES / "notebooks"), "--only", "zzz"], "no notebooks to run"),
+        (["run", "--notebooks", str(FIXTURES / "notebooks"), "-p", "novalue"], "expected NAME=VALUE"),
+    ],
+)
+def test_user_errors_are_one_clear_line(tmp_path, capsys, argv, message):
+    assert main(argv + ["--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err

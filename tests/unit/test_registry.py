@@ -1,0 +1,236 @@
+"""Registry: selection, overrides, fallback reasons, counters, per-call guards and fault injection."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+import ascend_backend
+from ascend_backend import ops, registry
+from ascend_backend.device import DeviceKind
+from ascend_backend.faults import FaultKind, FaultSpec, parse_fault_specs
+from ascend_backend.registry import REGISTRY, Backend, OpRegistry, UnknownOpError
+
+CORE_OPS = {"rms_norm", "add_rms_norm", "silu_and_mul", "gelu", "gelu_tanh", "rotary_embedding", "linear"}
+
+
+@pytest.fixture(autouse=True)
+def clean_registry(monkeypatch):
+    monkeypatch.delenv("ASCEND_BACKEND_FORCE_NATIVE", raising=False)
+    REGISTRY.reset_stats()
+    yield
+    REGISTRY.override("*", None)
+    REGISTRY.reset_stats()
+
+
+def toy_registry() -> OpRegistry:
+    """A private registry with one op that has native and cuda implementations (cuda is selectable by
+    kind without a GPU because selection only looks at the device kind)."""
+    reg = OpRegistry()
+    reg.register("double", Backend.NATIVE, doc="2x")(lambda x: x * 2)
+    reg.register("double", Backend.CUDA, supports=lambda x: "int input" if not x.is_floating_point() else None)(
+        lambda x: x + x
+    )
+    return reg
+
+
+def test_describe_lists_every_op_with_native_and_reason_on_cpu():
+    table = registry.describe("cpu")
+    assert CORE_OPS <= set(table["op"])
+    assert set(table["chosen"]) == {"native"}
+    assert list(table.columns) == ["op", "chosen", "available", "registered", "reason", "calls", "faulted"]
+    rms = table.set_index("op").loc["rms_norm"]
+    assert "npu" in rms["registered"] and "cpu tensors" in rms["reason"]
+    assert ascend_backend.device.npu_status().kind.value in rms["reason"]
+
+
+def test_calls_are_counted_per_implementation():
+    x, w = torch.randn(2, 8), torch.ones(8)
+    for _ in range(3):
+        ops.rms_norm(x, w)
+    ops.silu_and_mul(torch.randn(2, 8))
+    assert registry.stats()["rms_norm"] == {"native": 3}
+    assert registry.describe("cpu").set_index("op").loc["rms_norm", "calls"] == 3
+
+
+def test_unknown_op_lists_known_ones():
+    with pytest.raises(UnknownOpError) as info:
+        REGISTRY.select("rms_normm", "cpu")
+    assert "rms_norm" in str(info.value) and "silu_and_mul" in str(info.value)
+    with pytest.raises(UnknownOpError):
+        with registry.inject("no_such_op"):
+            pass
+
+
+def test_accelerated_kernel_chosen_for_its_device_kind_and_native_elsewhere():
+    reg = toy_registry()
+    assert reg.select("double", DeviceKind.CUDA).backend is Backend.CUDA
+    cpu = reg.select("double", DeviceKind.CPU)
+    assert cpu.backend is Backend.NATIVE and "only implementation" in cpu.reason
+    npu = reg.select("double", DeviceKind.NPU)
+    assert npu.backend is Backend.NATIVE and "no npu kernel registered" in npu.reason
+
+
+def test_npu_kernel_unusable_falls_back_with_the_import_reason():
+    sel = REGISTRY.select("rms_norm", DeviceKind.NPU)
+    if ascend_backend.device.npu_status().available:
+        pytest.skip("an NPU is usable here")
+    assert sel.backend is Backend.NATIVE
+    assert "npu kernel unusable" in sel.reason
+
+
+def test_env_var_forces_native_for_listed_ops(monkeypatch):
+    reg = toy_registry()
+    monkeypatch.setenv("ASCEND_BACKEND_FORCE_NATIVE", "double, other")
+    sel = reg.select("double", DeviceKind.CUDA)
+    assert sel.backend is Backend.NATIVE and "ASCEND_BACKEND_FORCE_NATIVE" in sel.reason
+    monkeypatch.setenv("ASCEND_BACKEND_FORCE_NATIVE", "all")
+    reg.override("double", None)  # clears the cached choice
+    assert reg.select("double", DeviceKind.CUDA).backend is Backend.NATIVE
+
+
+def test_api_override_and_forced_native_scope():
+    reg = toy_registry()
+    reg.override("double", Backend.NATIVE)
+    assert reg.select("double", DeviceKind.CUDA).reason == "forced native by registry.override()"
+    reg.override("double", None)
+    with reg.forced_native():
+        assert reg.select("double", DeviceKind.CUDA).backend is Backend.NATIVE
+    assert reg.select("double", DeviceKind.CUDA).backend is Backend.CUDA
+    with pytest.raises(ValueError, match="cannot run on cpu"):
+        reg.override("double", Backend.CUDA)
+        reg.select("double", DeviceKind.CPU)
+
+
+def test_choice_is_made_once_per_op_and_device(monkeypatch):
+    reg = toy_registry()
+    calls = []
+    original = reg._choose
+    monkeypatch.setattr(reg, "_choose", lambda op, kind: calls.append((op, kind)) or original(op, kind))
+    for _ in range(5):
+        reg.select("double", DeviceKind.CPU)
+        reg.select("double", DeviceKind.CUDA)
+    assert calls == [("double", DeviceKind.CPU), ("double", DeviceKind.CUDA)]
+
+
+def test_per_call_guard_falls_back_and_logs_once(caplog):
+    reg = toy_registry()
+    reg.select("double", DeviceKind.CUDA)
+    # Dispatch keyed on a cuda *kind* without a GPU: call the selection path directly with a fake device.
+    fn_native = reg.impl("double", Backend.NATIVE)
+    assert fn_native(torch.tensor([3])).item() == 6
+    with caplog.at_level(logging.WARNING, logger="ascend_backend.registry"):
+        for _ in range(3):
+            out = reg.dispatch("double", torch.device("cuda"), torch.tensor([2]))
+            assert out.item() == 4
+    assert reg.stats()["double"] == {"native": 3}
+    assert sum("does not support this call" in r.message for r in caplog.records) == 1
+
+
+def test_duplicate_registration_is_refused():
+    reg = toy_registry()
+    with pytest.raises(ValueError, match="already has a native"):
+        reg.register("double", Backend.NATIVE)(lambda x: x)
+
+
+# ----------------------------------------------------------------- faults
+def test_inject_nan_into_rms_norm_and_counters_show_it():
+    x, w = torch.randn(3, 16), torch.ones(16)
+    with registry.inject("rms_norm", fault="nan") as handle:
+        out = ops.rms_norm(x, w)
+    assert torch.isnan(out).all()
+    assert handle.fired == 1
+    assert registry.stats()["rms_norm"] == {"native": 1, "faulted": 1}
+    assert registry.describe("cpu").set_index("op").loc["rms_norm", "faulted"] == 1
+    assert not torch.isnan(ops.rms_norm(x, w)).any()  # disarmed after the block
+
+
+@pytest.mark.parametrize(
+    "kind,check",
+    [
+        ("inf", lambda out, clean: torch.isinf(out).all()),
+        ("zero", lambda out, clean: (out == 0).all()),
+        ("scale", lambda out, clean: torch.allclose(out, clean * 1.01)),
+        ("noise", lambda out, clean: not torch.equal(out, clean) and torch.allclose(out, clean, atol=0.2)),
+    ],
+)
+def test_fault_kinds(kind, check):
+    x = torch.randn(4, 32)
+    clean = ops.gelu(x)
+    with registry.inject("gelu", fault=kind):
+        out = ops.gelu(x)
+    assert check(out, clean)
+
+
+def test_fault_limited_to_kth_call():
+    x = torch.randn(2, 8)
+    with registry.inject("silu_and_mul", fault="zero", call=2) as handle:
+        outs = [ops.silu_and_mul(x) for _ in range(4)]
+    zeroed = [bool((o == 0).all()) for o in outs]
+    assert zeroed == [False, True, False, False]
+    assert (handle.seen, handle.fired) == (4, 1)
+
+
+def test_fault_limited_to_a_module_of_a_real_model():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm_weight = torch.nn.Parameter(torch.ones(8))
+
+        def forward(self, x):
+            return ops.rms_norm(x, self.norm_weight)
+
+    model = torch.nn.Sequential(Block(), Block(), Block())
+    handles = registry.attach_module_names(model, prefix="model")
+    seen = []
+    for i, block in enumerate(model):
+        block.register_forward_hook(lambda m, a, out, i=i: seen.append((i, bool(torch.isnan(out).any()))))
+    with registry.inject("rms_norm", fault="nan", module="model.1") as fault:
+        model(torch.randn(2, 8))
+    assert seen == [(0, False), (1, True), (2, True)]  # NaN starts at block 1 and propagates
+    assert fault.fired == 1
+    for h in handles:
+        h.remove()
+    assert registry.current_module() is None
+
+
+def test_add_rms_norm_fault_hits_the_normalised_output_only():
+    x, r, w = torch.randn(2, 8), torch.randn(2, 8), torch.ones(8)
+    with registry.inject("add_rms_norm", fault="nan"):
+        out, residual = ops.add_rms_norm(x, r, w)
+    assert torch.isnan(out).all() and not torch.isnan(residual).any()
+
+
+def test_parse_fault_specs():
+    specs = parse_fault_specs("rms_norm:scale:factor=1.02:call=3; silu_and_mul:nan:module=model.layers.1.*")
+    assert specs == (
+        FaultSpec("rms_norm", FaultKind.SCALE, call=3, factor=1.02),
+        FaultSpec("silu_and_mul", FaultKind.NAN, module="model.layers.1.*"),
+    )
+    for bad, message in [("rms_norm", "expected 'op:kind"), ("rms_norm:melt", "unknown kind"),
+                         ("rms_norm:nan:when=3", "bad option"), ("rms_norm:nan:call=0", ">= 1")]:
+        with pytest.raises(ValueError, match=message):
+            parse_fault_specs(bad)
+
+
+def test_arm_from_env(monkeypatch):
+    monkeypatch.setenv("ASCEND_BACKEND_FAULT", "gelu:zero:call=1")
+    handles = REGISTRY.arm_from_env()
+    try:
+        assert (ops.gelu(torch.ones(3)) == 0).all()
+        assert (ops.gelu(torch.ones(3)) != 0).all()
+    finally:
+        for h in handles:
+            REGISTRY.disarm(h)
+
+
+def test_write_stats(tmp_path):
+    ops.gelu(torch.ones(2))
+    path = tmp_path / "stats.json"
+    REGISTRY.write_stats(path)
+    import json
+
+    data = json.loads(path.read_text())
+    assert data["stats"]["gelu"] == {"native": 1}

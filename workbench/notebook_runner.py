@@ -1,0 +1,188 @@
+"""The main job: execute every notebook headless with papermill, keep executed copies and HTML.
+
+Each run gets its own directory, `runs/<UTC timestamp>/`, holding for each notebook the executed
+`.ipynb` and its `.html`, plus `index.html` (status, duration, failing cell per notebook) and
+`summary.json`. The summary is rewritten after every notebook, so an interrupted run still shows what
+finished. A failing notebook does not stop the others: the run reports every failure and the caller
+exits non-zero.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from workbench.errors import WorkbenchError
+
+
+@dataclass(frozen=True)
+class NotebookOutcome:
+    notebook: str  # file name, e.g. "00_backend_overview.ipynb"
+    ok: bool
+    seconds: float
+    executed: str  # path of the executed copy, relative to the run dir
+    html: str | None
+    failed_cell: int | None = None  # 0-based index into the notebook's cells
+    error: str | None = None  # "ExceptionName: message"
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run_dir: Path
+    outcomes: tuple[NotebookOutcome, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes)
+
+    def failures(self) -> list[NotebookOutcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+
+def discover(notebooks_dir: Path, only: Sequence[str] = ()) -> list[Path]:
+    """Notebooks in name order (their numbers give the guided sequence); `only` filters by substring."""
+    if not notebooks_dir.is_dir():
+        raise WorkbenchError(f"notebook directory {notebooks_dir} does not exist; pass --notebooks DIR")
+    found = sorted(p for p in notebooks_dir.glob("*.ipynb") if not p.name.startswith("."))
+    if only:
+        found = [p for p in found if any(pattern in p.name for pattern in only)]
+    if not found:
+        raise WorkbenchError(
+            f"no notebooks to run in {notebooks_dir}" + (f" matching {list(only)}" if only else "")
+        )
+    return found
+
+
+def new_run_dir(root: Path) -> Path:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = root / stamp
+    suffix = 1
+    while run_dir.exists():  # two runs in the same second get distinct folders
+        run_dir = root / f"{stamp}-{suffix}"
+        suffix += 1
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def run_notebooks(
+    notebooks: Sequence[Path],
+    run_dir: Path,
+    parameters: dict[str, Any] | None = None,
+    kernel_name: str = "python3",
+    cwd: Path | None = None,
+    progress: bool = True,
+) -> RunReport:
+    """Execute `notebooks` in order into `run_dir`; never raises for a failing cell."""
+    from tqdm.auto import tqdm
+
+    outcomes: list[NotebookOutcome] = []
+    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
+    for path in bar:
+        bar.set_postfix_str(path.name)
+        outcomes.append(_execute_one(path, run_dir, parameters or {}, kernel_name, cwd))
+        report = RunReport(run_dir, tuple(outcomes))
+        _write_summary(report)
+    return RunReport(run_dir, tuple(outcomes))
+
+
+def _execute_one(
+    path: Path, run_dir: Path, parameters: dict[str, Any], kernel_name: str, cwd: Path | None
+) -> NotebookOutcome:
+    import papermill
+
+    executed = run_dir / path.name
+    accepted = set(papermill.inspect_notebook(str(path)))
+    params = {k: v for k, v in parameters.items() if k in accepted}
+    start = time.perf_counter()
+    failed_cell: int | None = None
+    error: str | None = None
+    try:
+        papermill.execute_notebook(
+            str(path),
+            str(executed),
+            parameters=params,
+            kernel_name=kernel_name,
+            cwd=str(cwd or path.parent),
+            progress_bar=False,
+            log_output=False,
+        )
+    except papermill.PapermillExecutionError as exc:
+        failed_cell = _failing_cell_index(executed, exc.exec_count)
+        error = f"{exc.ename}: {exc.evalue}"
+    seconds = time.perf_counter() - start
+    html_name = _to_html(executed) if executed.exists() else None
+    return NotebookOutcome(path.name, error is None, round(seconds, 2), executed.name, html_name, failed_cell, error)
+
+
+def _failing_cell_index(executed: Path, exec_count: int | None) -> int | None:
+    """Index, in the *source* notebook, of the cell that raised.
+
+    Papermill adds cells to the executed copy (an error banner at the top, the injected-parameters
+    cell); they are skipped so the number matches what the user sees when opening the notebook.
+    """
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):
+        return None
+    added = {"papermill-error-cell-tag", "injected-parameters"}
+    source_index = -1
+    for cell in nb.cells:
+        if added & set(cell.get("metadata", {}).get("tags", [])):
+            continue
+        source_index += 1
+        if cell.cell_type != "code":
+            continue
+        if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
+            return source_index
+        if exec_count is not None and cell.get("execution_count") == exec_count:
+            return source_index
+    return None
+
+
+def _to_html(executed: Path) -> str:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    body, _resources = HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
+    target = executed.with_suffix(".html")
+    target.write_text(body, encoding="utf-8")
+    return target.name
+
+
+def _write_summary(report: RunReport) -> None:
+    data = {"ok": report.ok, "notebooks": [asdict(o) for o in report.outcomes]}
+    tmp = report.run_dir / "summary.json.tmp"
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    tmp.replace(report.run_dir / "summary.json")
+    (report.run_dir / "index.html").write_text(_index_html(report), encoding="utf-8")
+
+
+def _index_html(report: RunReport) -> str:
+    rows = []
+    for o in report.outcomes:
+        status = "passed" if o.ok else "FAILED"
+        colour = "#1a7f37" if o.ok else "#cf222e"
+        link = f'<a href="{html.escape(o.html)}">{html.escape(o.notebook)}</a>' if o.html else html.escape(o.notebook)
+        detail = "" if o.ok else html.escape(f"cell {o.failed_cell}: {o.error}")
+        rows.append(
+            f"<tr><td>{link}</td><td style='color:{colour};font-weight:bold'>{status}</td>"
+            f"<td>{o.seconds:.1f} s</td><td>{detail}</td>"
+            f"<td><a href='{html.escape(o.executed)}'>ipynb</a></td></tr>"
+        )
+    verdict = "all notebooks passed" if report.ok else f"{len(report.failures())} notebook(s) failed"
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Ascend Porting Workbench run</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 12px;text-align:left}"
+        "tr:nth-child(even){background:#f6f8fa}</style></head><body>"
+        f"<h1>Ascend Porting Workbench — run {html.escape(report.run_dir.name)}</h1><p>{verdict}</p>"
+        "<table><tr><th>notebook</th><th>status</th><th>time</th><th>failure</th><th>source</th></tr>"
+        + "".join(rows)
+        + "</table></body></html>"
+    )

@@ -1,0 +1,60 @@
+"""`ascend-workbench run`: execute every notebook headless (the main job)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from workbench import settings
+from workbench.errors import WorkbenchError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="execute all notebooks headless (papermill) into runs/<timestamp>/ with HTML and index.html",
+        description="Execute the guided notebooks in order with their default parameters (the embedded "
+        "default: tiny model, CPU). Writes executed notebooks, HTML and index.html; exits 1 if any cell fails.",
+    )
+    parser.add_argument("--notebooks", type=Path, default=None, help="notebook directory (default: notebooks/)")
+    parser.add_argument("--out", type=Path, default=None, help="runs root (default: ./runs or $ASCEND_WORKBENCH_RUNS)")
+    parser.add_argument("--only", action="append", default=[], help="run only notebooks whose name contains this")
+    parser.add_argument(
+        "-p", "--parameter", action="append", default=[], metavar="NAME=VALUE",
+        help="override a notebook parameter (YAML value), applied to every notebook that declares it",
+    )
+    parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default python3)")
+    parser.set_defaults(handler=handle)
+
+
+def _parse_parameters(items: list[str]) -> dict[str, object]:
+    params = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise WorkbenchError(f"--parameter {item!r}: expected NAME=VALUE, e.g. -p dtype=float16")
+        params[name.strip()] = yaml.safe_load(value)
+    return params
+
+
+def handle(args: argparse.Namespace) -> int:
+    from workbench.notebook_runner import discover, new_run_dir, run_notebooks
+
+    notebooks = discover(args.notebooks or settings.notebooks_dir(), args.only)
+    run_dir = new_run_dir(args.out or settings.runs_dir())
+    print(f"running {len(notebooks)} notebook(s) into {run_dir}")
+    report = run_notebooks(
+        notebooks, run_dir, _parse_parameters(args.parameter), args.kernel, cwd=settings.REPO_ROOT
+    )
+    for o in report.outcomes:
+        status = "ok" if o.ok else f"FAILED at cell {o.failed_cell}: {o.error}"
+        print(f"  {o.notebook:40s} {o.seconds:7.1f} s  {status}")
+    print(f"report: {run_dir / 'index.html'}")
+    if not report.ok:
+        names = ", ".join(f"{o.notebook} (cell {o.failed_cell})" for o in report.failures())
+        print(f"failed: {names}", file=sys.stderr)
+        return 1
+    return 0
