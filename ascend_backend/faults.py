@@ -26,6 +26,11 @@ class FaultKind(str, enum.Enum):
     ZERO = "zero"  # every element 0
     SCALE = "scale"  # output * factor (a 1% gain error: factor=1.01)
     NOISE = "noise"  # output + N(0, (std * rms(output))^2), seeded
+    RAISE = "raise"  # the op raises InjectedFault: a kernel that errors out (crashes an engine)
+
+
+class InjectedFault(RuntimeError):
+    """Raised by an op under a `raise` fault, standing in for a kernel that fails outright."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,12 @@ def parse_fault_specs(text: str) -> tuple[FaultSpec, ...]:
 
 
 def corrupt(output: torch.Tensor, spec: FaultSpec) -> torch.Tensor:
-    """A corrupted copy of `output` (never in place: the caller's tensors stay as they were)."""
+    """A corrupted copy of `output` (never in place: the caller's tensors stay as they were).
+
+    A `raise` fault raises InjectedFault instead of returning.
+    """
+    if spec.kind is FaultKind.RAISE:
+        raise InjectedFault(f"injected fault: op {spec.op!r} raised (ASCEND_BACKEND_FAULT / registry.inject)")
     if spec.kind is FaultKind.NAN:
         return torch.full_like(output, float("nan"))
     if spec.kind is FaultKind.INF:

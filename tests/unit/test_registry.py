@@ -234,3 +234,12 @@ def test_write_stats(tmp_path):
 
     data = json.loads(path.read_text())
     assert data["stats"]["gelu"] == {"native": 1}
+
+
+def test_raise_fault_makes_the_op_fail():
+    from ascend_backend.faults import InjectedFault
+
+    with registry.inject("gelu", fault="raise", call=2):
+        ops.gelu(torch.ones(2))
+        with pytest.raises(InjectedFault, match="gelu"):
+            ops.gelu(torch.ones(2))
