@@ -1,0 +1,153 @@
+"""Feature plans: what each advanced feature means in engine arguments and environment, per target.
+
+A plan (`recipes/features/*.yaml`) names a baseline with every advanced feature off, the features one
+by one, and the recommended enabling order. Composing features is data work, done here and nowhere
+else: engine fields merge in order, extra arguments concatenate, `compilation` fields merge into one
+`--compilation-config` JSON (two features may both touch it), environment variables merge.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from workbench import settings
+from workbench.errors import WorkbenchError
+from workbench.recipes import EngineArgs, ServingRecipe
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FeatureSpec(_Frozen):
+    """One switch: the engine fields, extra CLI args, compilation-config fields and env it sets."""
+
+    name: str
+    description: str = ""
+    engine: dict[str, Any] = Field(default_factory=dict)
+    extra_args: tuple[str, ...] = ()
+    compilation: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    supported: bool = True
+    unsupported_reason: str = ""
+
+    @model_validator(mode="after")
+    def _engine_fields_exist(self) -> "FeatureSpec":
+        unknown = set(self.engine) - set(EngineArgs.model_fields) - {"extra_args"}
+        if unknown:
+            name = sorted(unknown)[0]
+            close = difflib.get_close_matches(name, list(EngineArgs.model_fields), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"feature {self.name!r}: unknown engine field {name!r}{hint}")
+        if "extra_args" in self.engine:
+            raise ValueError(f"feature {self.name!r}: put extra arguments in `extra_args`, not engine.extra_args")
+        if not self.supported and not self.unsupported_reason:
+            raise ValueError(f"feature {self.name!r}: supported: false needs an unsupported_reason")
+        return self
+
+
+class CompareSpec(_Frozen):
+    """How outputs are compared with the baseline's greedy outputs."""
+
+    prompts: tuple[str, ...] = (
+        "The capital of France is",
+        "def add(a, b):",
+        "Once upon a time",
+        "1, 2, 3, 4,",
+    )
+    max_tokens: int = Field(16, ge=1)
+    top_logprobs: int = Field(5, ge=1, le=20)
+    # nats: a greedy token may flip only where the baseline's top two were this close (a near tie), and
+    # matching tokens may not move their logprob by more than this.
+    logprob_tolerance: float = Field(0.05, gt=0)
+
+
+class FeaturePlan(_Frozen):
+    name: str
+    target: str  # "cpu" | "ascend" | "cuda": documentation and a guard against the wrong plan
+    description: str = ""
+    baseline: FeatureSpec
+    features: tuple[FeatureSpec, ...]
+    order: tuple[str, ...]
+    compare: CompareSpec = CompareSpec()
+    source: Path | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _order_names_features(self) -> "FeaturePlan":
+        names = [f.name for f in self.features]
+        if len(set(names)) != len(names):
+            raise ValueError(f"feature names repeat: {names}")
+        for name in self.order:
+            if name not in names:
+                close = difflib.get_close_matches(name, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"order names {name!r}, which is not a feature{hint}")
+        missing = [n for n in names if n not in self.order]
+        if missing:
+            raise ValueError(f"order leaves out {missing}: list every feature once")
+        return self
+
+    def feature(self, name: str) -> FeatureSpec:
+        return next(f for f in self.features if f.name == name)
+
+    def ordered(self) -> list[FeatureSpec]:
+        return [self.feature(n) for n in self.order]
+
+
+def features_dir() -> Path:
+    return settings.recipes_dir() / "features"
+
+
+def default_plan_for(recipe: ServingRecipe) -> Path:
+    target = "cpu" if recipe.device.value == "cpu" else "ascend" if recipe.device.value == "npu" else recipe.device.value
+    path = features_dir() / f"{target}.yaml"
+    if not path.is_file():
+        raise WorkbenchError(f"no feature plan for target {target!r} ({path}); pass --features FILE")
+    return path
+
+
+def load_plan(path: str | Path) -> FeaturePlan:
+    path = Path(path)
+    if not path.is_file():
+        raise WorkbenchError(f"feature plan {path} not found; plans live in {features_dir()}")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise WorkbenchError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return FeaturePlan.model_validate({**raw, "source": path})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            fields = FeaturePlan.model_fields if len(err["loc"]) == 1 else FeatureSpec.model_fields
+            close = difflib.get_close_matches(str(err["loc"][-1]), list(fields), n=1)
+            msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+        raise WorkbenchError(f"{path}: {where}: {msg}") from None
+
+
+def compose(recipe: ServingRecipe, baseline: FeatureSpec, features: Sequence[FeatureSpec]) -> ServingRecipe:
+    """The recipe with the baseline and then `features` applied in order (later ones win)."""
+    engine: dict[str, Any] = {}
+    extra: list[str] = list(recipe.engine.extra_args)
+    compilation: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    for spec in (baseline, *features):
+        engine.update(spec.engine)
+        extra += spec.extra_args
+        compilation.update(spec.compilation)
+        env.update(spec.env)
+    if compilation:
+        extra += ["--compilation-config", json.dumps(compilation, sort_keys=True)]
+    try:
+        return recipe.with_overrides(engine={**engine, "extra_args": tuple(extra)}, env=env)
+    except WorkbenchError as exc:
+        names = ", ".join(f.name for f in features) or "baseline"
+        raise WorkbenchError(f"features [{names}] do not make a valid recipe: {exc}") from None

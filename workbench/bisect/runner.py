@@ -1,0 +1,316 @@
+"""Feature-by-feature enabling: baseline, each feature alone, then cumulatively, then interacting pairs.
+
+The source's method for "NotImplementedError" or a kernel that cannot be found, made automatic:
+
+1. baseline, every feature off: it must start and answer, else the run stops with its crash class;
+2. each feature alone on top of the baseline;
+3. features cumulatively in the plan's recommended order;
+4. when every feature passes alone but a cumulative step fails, the feature just added is paired with
+   each one before it to name the interacting pair.
+
+Each step starts a real server (its own log), asks the first request, compares greedy outputs on fixed
+prompts with the baseline's (see `outputs`), stops the server, and is appended to `steps.jsonl` before
+the next step starts. A rerun with the same output directory skips every step already recorded, so an
+interrupted bisect resumes where it stopped. Two steps with the same feature set share one record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import httpx
+
+from workbench.bisect.outputs import GreedyOutput, Match, compare_outputs, greedy_outputs
+from workbench.bisect.plan import FeaturePlan, FeatureSpec, compose
+from workbench.crash import CrashReport, ServerFailure, false_ready
+from workbench.errors import WorkbenchError
+from workbench.recipes import ServingRecipe
+
+STEPS_FILE = "steps.jsonl"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one configuration did. `features` is the set on top of the baseline (sorted)."""
+
+    key: str
+    kind: str  # baseline | alone | cumulative | pair | skipped
+    features: tuple[str, ...]
+    started: bool
+    request_ok: bool
+    match: str | None  # outputs.Match value, None when there were no outputs to compare
+    max_drift: float | None
+    detail: str
+    crash_kind: str | None = None
+    crash_summary: str | None = None
+    fix: str | None = None
+    log_excerpt: str | None = None
+    log_path: str | None = None
+    start_s: float = 0.0
+    probe_s: float = 0.0
+    finished_at: float = 0.0
+    outputs: tuple[dict, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        if self.kind == "skipped":
+            return True
+        return self.started and self.request_ok and self.match is not None and Match(self.match).ok
+
+    def row(self) -> dict:
+        data = asdict(self)
+        data.pop("outputs")
+        data["features"] = "+".join(self.features) or "(baseline)"
+        data["passed"] = self.passed
+        return data
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # "all_pass" | "culprits" | "interaction" | "baseline_fails"
+    culprits: tuple[str, ...]
+    message: str
+    records: tuple[StepRecord, ...] = field(default=(), repr=False)
+
+
+def step_key(features: Sequence[str]) -> str:
+    return "+".join(sorted(features)) or "baseline"
+
+
+# ------------------------------------------------------------------------------------------- store
+class StepStore:
+    """Append-only JSONL of step records, one line per finished step; a torn last line is ignored."""
+
+    def __init__(self, out_dir: Path) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.path = out_dir / STEPS_FILE
+
+    def load(self) -> dict[str, StepRecord]:
+        records: dict[str, StepRecord] = {}
+        if not self.path.exists():
+            return records
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # an interrupted write: that step simply runs again
+            raw["features"] = tuple(raw["features"])
+            raw["outputs"] = tuple(raw.get("outputs", ()))
+            records[raw["key"]] = StepRecord(**raw)
+        return records
+
+    def append(self, record: StepRecord) -> None:
+        line = json.dumps(asdict(record), default=str) + "\n"
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+# ------------------------------------------------------------------------------------------- probe
+ProbeFn = Callable[[ServingRecipe, str, tuple[str, ...], str, Path], StepRecord]
+
+
+def probe_with_server(
+    plan: FeaturePlan, *, startup_timeout_s: float | None = None, progress: bool = False
+) -> ProbeFn:
+    """A probe that launches `recipe` for real, asks the greedy outputs and stops the server."""
+    from workbench import server as server_mod
+
+    def probe(recipe: ServingRecipe, kind: str, features: tuple[str, ...], key: str, log_dir: Path) -> StepRecord:
+        started_at = time.perf_counter()
+        try:
+            ctx = server_mod.launch(recipe, log_dir=log_dir / key, startup_timeout_s=startup_timeout_s, progress=progress)
+            server = ctx.__enter__()
+        except ServerFailure as failure:
+            return _failed(key, kind, features, failure.report, started=False, start_s=time.perf_counter() - started_at)
+        start_s = time.perf_counter() - started_at
+        try:
+            probe_at = time.perf_counter()
+            try:
+                with httpx.Client(timeout=120.0) as client:
+                    outputs = greedy_outputs(client, server.url, server.model, plan.compare.prompts,
+                                             plan.compare.max_tokens, plan.compare.top_logprobs)
+            except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
+                report = server.diagnose() or false_ready(f"{type(exc).__name__}: {exc}", server.log_text(), server.log_path)
+                return _failed(key, kind, features, report, started=True, start_s=start_s,
+                               probe_s=time.perf_counter() - probe_at)
+            return StepRecord(key, kind, features, True, True, None, None, "answered", start_s=start_s,
+                              probe_s=time.perf_counter() - probe_at, finished_at=time.time(),
+                              log_path=str(server.log_path) if server.log_path else None,
+                              outputs=tuple(o.to_json() for o in outputs))
+        finally:
+            ctx.__exit__(None, None, None)
+
+    return probe
+
+
+def _failed(key: str, kind: str, features: tuple[str, ...], report: CrashReport, *, started: bool,
+            start_s: float, probe_s: float = 0.0) -> StepRecord:
+    return StepRecord(
+        key, kind, features, started, False, None, None, report.summary,
+        crash_kind=report.kind.value, crash_summary=report.summary, fix=report.fix,
+        log_excerpt="\n".join(report.evidence)[:2000] or None,
+        log_path=str(report.log_path) if report.log_path else None,
+        start_s=start_s, probe_s=probe_s, finished_at=time.time(),
+    )
+
+
+# ------------------------------------------------------------------------------------------- run
+class Bisect:
+    """One bisect: a recipe, a plan, an output directory; `run()` returns the verdict."""
+
+    def __init__(self, recipe: ServingRecipe, plan: FeaturePlan, out_dir: Path, probe: ProbeFn | None = None,
+                 on_step: Callable[[StepRecord], None] | None = None) -> None:
+        self.recipe, self.plan, self.out_dir = recipe, plan, out_dir
+        self.store = StepStore(out_dir)
+        self.probe = probe or probe_with_server(plan)
+        self.on_step = on_step
+        self.records = self.store.load()
+        self._baseline_outputs: list[GreedyOutput] | None = None
+
+    def planned_steps(self) -> list[tuple[str, tuple[str, ...]]]:
+        """(kind, features) for baseline, alone and cumulative steps (pairs are decided later)."""
+        ordered = [f.name for f in self.plan.ordered()]
+        steps = [("baseline", ())] + [("alone", (n,)) for n in ordered]
+        steps += [("cumulative", tuple(ordered[: i + 1])) for i in range(1, len(ordered))]
+        return steps
+
+    def run(self, progress: bool = True) -> Verdict:
+        from tqdm.auto import tqdm
+
+        steps = self.planned_steps()
+        bar = tqdm(total=len(steps), desc="bisect", unit="step", disable=not progress)
+        try:
+            baseline = self._step("baseline", (), bar)
+            if not baseline.passed:
+                return self._verdict_baseline(baseline)
+            self._baseline_outputs = [GreedyOutput.from_json(o) for o in baseline.outputs]
+            alone = {n: self._step("alone", (n,), bar) for n in self.plan.order}
+            failing = [n for n, r in alone.items() if not r.passed]
+            if failing:
+                bar.update(bar.total - bar.n)
+                return Verdict("culprits", tuple(failing), self._culprit_message(failing, alone), self._all())
+            usable = [n for n in self.plan.order if alone[n].kind != "skipped"]
+            for i in range(1, len(usable)):
+                record = self._step("cumulative", tuple(usable[: i + 1]), bar)
+                if not record.passed:
+                    bar.update(bar.total - bar.n)
+                    return self._narrow(usable[: i + 1], record)
+            bar.update(bar.total - bar.n)
+            return Verdict("all_pass", (), "every feature passes alone and all together", self._all())
+        finally:
+            bar.close()
+
+    # -------------------------------------------------------------- steps
+    def _step(self, kind: str, features: tuple[str, ...], bar) -> StepRecord:
+        key = step_key(features)
+        bar.set_postfix_str(key)
+        record = self.records.get(key)
+        if record is None:
+            specs = [self.plan.feature(n) for n in features]
+            unsupported = [s for s in specs if not s.supported]
+            if unsupported:
+                s = unsupported[0]
+                record = StepRecord(key, "skipped", features, False, False, None, None,
+                                    f"{s.name} unsupported on this target: {s.unsupported_reason}", finished_at=time.time())
+            else:
+                recipe = compose(self.recipe, self.plan.baseline, specs)
+                record = self._judge(self.probe(recipe, kind, features, key, self.out_dir / "logs"))
+            self.store.append(record)
+            self.records[key] = record
+        bar.update(1)
+        if self.on_step:
+            self.on_step(record)
+        return record
+
+    def _judge(self, record: StepRecord) -> StepRecord:
+        """Fill in the output comparison against the baseline (the baseline matches itself)."""
+        if not (record.started and record.request_ok):
+            return record
+        outputs = [GreedyOutput.from_json(o) for o in record.outputs]
+        if record.kind == "baseline" or self._baseline_outputs is None:
+            nan = any(lp != lp for o in outputs for lp in o.logprobs)
+            match = Match.NAN if nan else Match.EXACT
+            return _replace(record, match=match.value, max_drift=0.0, detail="baseline outputs" if not nan else "NaN logprobs")
+        cmp = compare_outputs(self._baseline_outputs, outputs, self.plan.compare.logprob_tolerance)
+        return _replace(record, match=cmp.match.value, max_drift=cmp.max_drift, detail=cmp.detail)
+
+    def _narrow(self, cumulative: Sequence[str], failed: StepRecord) -> Verdict:
+        added = cumulative[-1]
+        pairs = []
+        for other in cumulative[:-1]:
+            pair = tuple(sorted((other, added)))
+            record = self._step("pair", pair, _NullBar())
+            if not record.passed:
+                pairs.append(pair)
+        if pairs:
+            names = tuple(sorted({n for p in pairs for n in p}))
+            detail = "; ".join(f"{a} + {b}" for a, b in pairs)
+            return Verdict("interaction", names,
+                           f"each feature passes alone, but together they fail: {detail}. "
+                           f"{_failure_text(self.records[step_key(pairs[0])])}", self._all())
+        return Verdict("interaction", tuple(cumulative),
+                       f"each feature and every pair with {added} passes, but the set {'+'.join(cumulative)} fails "
+                       f"(3 or more interact). {_failure_text(failed)}", self._all())
+
+    def _culprit_message(self, failing: Sequence[str], alone: dict[str, StepRecord]) -> str:
+        return " ".join(f"{n}: {_failure_text(alone[n])}" for n in failing)
+
+    def _verdict_baseline(self, record: StepRecord) -> Verdict:
+        return Verdict("baseline_fails", (),
+                       "the baseline (every feature off) does not work, so no feature can be blamed yet: "
+                       + _failure_text(record), self._all())
+
+    def _all(self) -> tuple[StepRecord, ...]:
+        return tuple(self.records.values())
+
+
+class _NullBar:
+    total = n = 0
+
+    def set_postfix_str(self, _text: str) -> None: ...
+
+    def update(self, _n: int) -> None: ...
+
+
+def _replace(record: StepRecord, **changes) -> StepRecord:
+    data = asdict(record)
+    data.update(changes)
+    data["features"] = tuple(data["features"])
+    data["outputs"] = tuple(data["outputs"])
+    return StepRecord(**data)
+
+
+def _failure_text(record: StepRecord) -> str:
+    if not record.started:
+        return f"does not start [{record.crash_kind}] {record.crash_summary}; fix: {record.fix}"
+    if not record.request_ok:
+        return f"starts but the first request fails [{record.crash_kind}] {record.crash_summary}; fix: {record.fix}"
+    if record.match is not None and not Match(record.match).ok:
+        return f"runs but answers differently from the baseline ({record.match}: {record.detail})"
+    return "passes"
+
+
+def recipe_fingerprint(recipe: ServingRecipe, plan: FeaturePlan) -> str:
+    """Guards resumption: a different recipe or plan must not reuse old steps."""
+    text = recipe.model_dump_json(exclude={"source"}) + plan.model_dump_json(exclude={"source"})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_resumable(out_dir: Path, fingerprint: str) -> None:
+    """Write the fingerprint on first use; refuse to mix steps of another recipe or plan."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    marker = out_dir / "fingerprint.txt"
+    if marker.exists() and marker.read_text().strip() != fingerprint:
+        raise WorkbenchError(
+            f"{out_dir} holds a bisect of a different recipe or feature plan; use another --out directory "
+            "(or delete that one to start over)"
+        )
+    marker.write_text(fingerprint)

@@ -1,0 +1,48 @@
+"""`ascend-workbench bisect`: find the feature that breaks a vLLM server, automatically."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bisect",
+        help="baseline with every feature off, then each feature alone, cumulatively and in pairs",
+        description="Feature-by-feature enabling on real vLLM servers started from RECIPE. Each step is "
+        "saved to OUT/steps.jsonl as it finishes; rerunning with the same --out resumes. Exit 1 when a "
+        "culprit is found or the baseline fails.",
+    )
+    parser.add_argument("--recipe", required=True, help="serving recipe (name in recipes/serving or a path)")
+    parser.add_argument("--features", type=Path, default=None,
+                        help="feature plan YAML (default: recipes/features/<target>.yaml for the recipe's device)")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default: runs/bisect-<recipe>)")
+    parser.add_argument("--startup-timeout", type=float, default=None, help="seconds to wait for each server")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from workbench import settings
+    from workbench.bisect import Bisect, check_resumable, default_plan_for, load_plan, recipe_fingerprint
+    from workbench.bisect.report import steps_table, verdict_table
+    from workbench.bisect.runner import probe_with_server
+    from workbench.recipes import load_serving_recipe
+
+    recipe = load_serving_recipe(args.recipe)
+    plan = load_plan(args.features or default_plan_for(recipe))
+    out = args.out or settings.runs_dir() / f"bisect-{recipe.name}"
+    check_resumable(out, recipe_fingerprint(recipe, plan))
+    print(f"bisect of {recipe.name} with plan {plan.name}: steps in {out / 'steps.jsonl'}")
+    bisect = Bisect(recipe, plan, out, probe=probe_with_server(plan, startup_timeout_s=args.startup_timeout),
+                    on_step=lambda r: print(f"  {r.kind:10s} {'+'.join(r.features) or 'baseline':45s} "
+                                            f"{'pass' if r.passed else 'FAIL'}  {r.detail[:80]}"))
+    verdict = bisect.run()
+    with pd.option_context("display.width", 220, "display.max_colwidth", 70):
+        print(steps_table(verdict.records).drop(columns=["log_path", "fix"]).to_string(index=False))
+        print()
+        print(verdict_table(verdict).to_string(index=False))
+    print(f"\nverdict: {verdict.status}: {verdict.message}")
+    return 0 if verdict.status == "all_pass" else 1
