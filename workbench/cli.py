@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
 
 from workbench import verbs
@@ -29,8 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt_on_sigterm(_signum: int, _frame: object) -> None:
+    # `kill PID` should clean up like Ctrl-C does: servers started by a verb are stopped by their
+    # context managers, and results already written stay.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         return int(args.handler(args) or 0)
     except WorkbenchError as exc:
@@ -39,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ascend-workbench {args.verb}: interrupted; results written so far are kept", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
