@@ -3,6 +3,10 @@
 ASCEND_WORKBENCH_CACHE  where prepared models and other derived artefacts live
                         (default ~/.cache/ascend-workbench; safe to delete, rebuilt on demand)
 ASCEND_WORKBENCH_RUNS   where `ascend-workbench run` writes executed notebooks (default ./runs)
+ASCEND_WORKBENCH_ASCEND_ROOT
+                        the Ascend install root the pre-flight inspects (default /usr/local/Ascend);
+                        read by workbench.envcheck from its environment snapshot so tests can point
+                        the checks at fake trees
 """
 
 from __future__ import annotations

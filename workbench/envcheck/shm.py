@@ -1,0 +1,65 @@
+"""/dev/shm: vLLM's worker processes exchange tensors through shared memory.
+
+Containers get 64 MB by default. Under concurrency the server then dies with a bare "Bus error" (a
+process touched shared memory the kernel could not back) or exits with no message at all. Checked
+before anything else in the source's pre-flight: under 1 GiB fails, under 8 GiB warns.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.envcheck.result import CheckResult, Group, failed, passed, warned
+
+G = Group.SHM
+GIB = 2**30
+FAIL_BELOW = 1 * GIB
+WARN_BELOW = 8 * GIB
+
+_WHY = "too small a /dev/shm kills vLLM under load with a bare 'Bus error' (or no message at all); "
+_FIX = (
+    "start the container with --shm-size 8g (docker run --shm-size 8g ...; in Kubernetes mount an "
+    "emptyDir with medium: Memory at /dev/shm); on a host: mount -o remount,size=8G /dev/shm"
+)
+
+
+@dataclass(frozen=True)
+class ShmStats:
+    path: Path
+    total_bytes: int | None  # None: the path does not exist
+    free_bytes: int | None
+
+
+def read_shm(path: Path) -> ShmStats:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return ShmStats(path, None, None)
+    return ShmStats(path, st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize)
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.2f} GiB" if n < 10 * GIB else f"{n / GIB:.0f} GiB"
+
+
+def check_shm(stats: ShmStats) -> CheckResult:
+    name = "shm.size"
+    expected = f">= {_gib(WARN_BELOW)} (fail under {_gib(FAIL_BELOW)})"
+    if stats.total_bytes is None or stats.free_bytes is None:
+        return failed(name, G, f"{stats.path} does not exist", expected, _WHY + _FIX)
+    observed = f"{stats.path}: {_gib(stats.total_bytes)} total, {_gib(stats.free_bytes)} free"
+    if stats.total_bytes < FAIL_BELOW:
+        return failed(name, G, observed, expected, _WHY + _FIX)
+    if stats.total_bytes < WARN_BELOW:
+        return warned(name, G, observed, expected, _WHY + _FIX)
+    if stats.free_bytes < FAIL_BELOW:
+        return warned(
+            name,
+            G,
+            observed + " (nearly full)",
+            expected,
+            f"remove stale files in {stats.path} (left by crashed servers) or enlarge it: {_FIX}",
+        )
+    return passed(name, G, observed, expected)
