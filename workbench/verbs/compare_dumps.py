@@ -1,0 +1,62 @@
+"""`ascend-workbench compare-dumps TEST REFERENCE`: module-by-module metrics, first divergence, NaN origin.
+
+Either side may be a workbench dump or an msprobe dump directory.
+
+    ascend-workbench compare-dumps dumps/npu-bf16 dumps/cpu-fp32 --json report.json
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+_SHOWN = ["key", "test_dtype", "shape", "cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio", "verdict"]
+_SHOWN_STATS = ["key", "test_dtype", "shape", "test_norm", "reference_norm", "norm_rel_diff", "verdict"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare-dumps",
+        help="compare two dumps (workbench or msprobe) module by module",
+        description="Compare TEST (e.g. the NPU run) with REFERENCE (e.g. CPU float32): msprobe metrics and "
+        "verdicts per module output, the first diverging module and the NaN origin.",
+    )
+    parser.add_argument("test", help="dump directory under test (workbench or msprobe)")
+    parser.add_argument("reference", help="reference dump directory (workbench or msprobe)")
+    parser.add_argument("--json", metavar="OUT", help="also write the full table and summary as JSON")
+    parser.add_argument("--allow-missing", action="store_true", help="compare the common modules only")
+    parser.add_argument("--all-rows", action="store_true", help="print every row (default: the first 60)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.accuracy.dump_compare import compare_dumps
+
+    result = compare_dumps(args.test, args.reference, allow_missing=args.allow_missing, progress=True)
+    s = result.summary
+    columns = _SHOWN if s.mode.value == "tensors" else _SHOWN_STATS
+    table = result.table[columns]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.float_format", "{:.6g}".format):
+        print(table.to_string(index=False, max_rows=None if args.all_rows else 60))
+    print(f"\ncompared {s.compared} tensors ({s.mode.value}): {s.passed} pass, {s.warnings} warning, {s.errors} error")
+    if s.only_in_test or s.only_in_reference:
+        print(f"skipped: {len(s.only_in_test)} only in test, {len(s.only_in_reference)} only in reference")
+    print(
+        f"first divergence: {s.first_divergence or 'none'}"
+        + (f" ({s.first_divergence_reason})" if s.first_divergence else "")
+    )
+    print(f"first warning:    {s.first_warning or 'none'}")
+    print(
+        f"NaN/Inf origin:   {s.nan_origin or 'none'}"
+        + (
+            f" (first non-finite output: {s.first_nonfinite})"
+            if s.first_nonfinite and s.first_nonfinite != s.nan_origin
+            else ""
+        )
+    )
+    if s.reference_nan_origin:
+        print(f"reference NaN/Inf origin: {s.reference_nan_origin}")
+    if args.json:
+        print(f"wrote {result.to_json(args.json)}")
+    return 0
