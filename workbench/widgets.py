@@ -23,3 +23,16 @@ def choice_panel(label: str, options: Sequence[tuple[str, object]], render: Call
         display(render(value))
 
     return widgets.VBox([dropdown, widgets.interactive_output(show, {"value": dropdown})])
+
+
+def feature_toggles(names: Sequence[str], selected: Sequence[str], descriptions: dict[str, str] | None = None):
+    """One checkbox per feature; returns (panel, read) where read() gives the checked names in order."""
+    descriptions = descriptions or {}
+    boxes = [widgets.Checkbox(value=name in selected, description=name, indent=False,
+                              tooltip=descriptions.get(name, "")) for name in names]
+    panel = widgets.VBox([widgets.HTML("<b>features to bisect</b>"), *boxes])
+
+    def read() -> list[str]:
+        return [box.description for box in boxes if box.value]
+
+    return panel, read

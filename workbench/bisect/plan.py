@@ -93,6 +93,14 @@ class FeaturePlan(_Frozen):
             raise ValueError(f"order leaves out {missing}: list every feature once")
         return self
 
+    def subset(self, names: Sequence[str]) -> "FeaturePlan":
+        """The plan restricted to `names` (kept in the recommended order); unknown names are an error."""
+        unknown = [n for n in names if n not in self.order]
+        if unknown:
+            raise WorkbenchError(f"feature(s) {unknown} are not in plan {self.name!r}; it has {list(self.order)}")
+        order = tuple(n for n in self.order if n in names)
+        return self.model_copy(update={"features": tuple(self.feature(n) for n in order), "order": order})
+
     def feature(self, name: str) -> FeatureSpec:
         return next(f for f in self.features if f.name == name)
 

