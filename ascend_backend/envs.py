@@ -11,8 +11,9 @@ after `import ascend_backend` and the next read sees it. Nothing else in the pac
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 def _op_set(raw: str) -> frozenset[str]:

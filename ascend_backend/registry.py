@@ -28,8 +28,9 @@ import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -349,7 +350,7 @@ class OpRegistry:
             json.dump({"pid": os.getpid(), "stats": self.stats()}, fh, indent=1, sort_keys=True)
         os.replace(tmp, path)
 
-    def describe(self, device: DeviceKind | torch.device | str | None = None) -> "pd.DataFrame":
+    def describe(self, device: DeviceKind | torch.device | str | None = None) -> pd.DataFrame:
         """Table (op, chosen, available, registered, reason, calls, faulted) for `device` (default: detected)."""
         import pandas as pd
 

@@ -13,9 +13,9 @@ reports the first diverging module and the NaN origin.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go

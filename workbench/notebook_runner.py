@@ -13,9 +13,10 @@ import datetime as dt
 import html
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workbench.errors import WorkbenchError
 

@@ -9,8 +9,9 @@ low-precision run and the float32 reference see the same values up to rounding.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -22,7 +23,7 @@ from workbench.errors import WorkbenchError
 class OpInputs:
     args: tuple[Any, ...]
 
-    def to(self, device: torch.device | str, dtype: torch.dtype) -> "OpInputs":
+    def to(self, device: torch.device | str, dtype: torch.dtype) -> OpInputs:
         """Floating tensors -> (device, dtype); integer tensors (positions, tables) -> device only."""
         def move(value: Any) -> Any:
             if isinstance(value, torch.Tensor):

@@ -5,7 +5,7 @@ The functions behind notebook 00; each returns a table or text so the notebook s
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 import torch
@@ -107,5 +107,5 @@ def _first_tensor(out: object) -> torch.Tensor:
 
 
 def _verdict_text(result: object) -> str:
-    verdict = getattr(result, "verdict")
+    verdict = result.verdict
     return getattr(verdict, "value", str(verdict))

@@ -6,7 +6,7 @@ interactive sessions get the same view for whatever the user picks.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 from IPython.display import display

@@ -54,7 +54,7 @@ class ModelConfig:
         return self.num_kv_heads * self.head_size
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], source: str = "config.json") -> "ModelConfig":
+    def from_dict(cls, raw: dict[str, Any], source: str = "config.json") -> ModelConfig:
         archs = raw.get("architectures") or []
         arch = next((SUPPORTED_ARCHITECTURES[a] for a in archs if a in SUPPORTED_ARCHITECTURES), None)
         if arch is None:
@@ -97,7 +97,7 @@ class ModelConfig:
         )
 
     @classmethod
-    def from_dir(cls, path: str | Path) -> "ModelConfig":
+    def from_dir(cls, path: str | Path) -> ModelConfig:
         config_path = Path(path) / "config.json"
         if not config_path.is_file():
             raise ModelConfigError(f"{config_path} not found: point at a Hugging Face model directory")

@@ -12,9 +12,9 @@ do not need a full serving engine. It is not a server: no preemption, no continu
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -83,12 +83,14 @@ class Executor:
     @classmethod
     def from_pretrained(
         cls, path: str | Path, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, **kwargs
-    ) -> "Executor":
+    ) -> Executor:
         return cls(load_model(path, device, dtype), **kwargs)
 
     # ------------------------------------------------------------------ public
     @torch.inference_mode()
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams = SamplingParams()) -> list[GenerationResult]:
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams = SamplingParams()  # noqa: B008 - frozen
+    ) -> list[GenerationResult]:
         """Prefill every prompt in one step, then decode them together until each stops."""
         if not prompts or any(len(p) == 0 for p in prompts):
             raise ValueError("generate() needs at least one prompt and no empty prompt")

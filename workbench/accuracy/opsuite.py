@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 import torch

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import httpx
 
@@ -47,7 +47,7 @@ class GreedyOutput:
                 "top": [[list(p) for p in pos] for pos in self.top], "text": self.text}
 
     @classmethod
-    def from_json(cls, raw: dict) -> "GreedyOutput":
+    def from_json(cls, raw: dict) -> GreedyOutput:
         return cls(raw["prompt"], tuple(raw["token_ids"]), tuple(raw["logprobs"]),
                    tuple(tuple((int(t), float(lp)) for t, lp in pos) for pos in raw["top"]), raw["text"])
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -38,7 +39,7 @@ class FeatureSpec(_Frozen):
     unsupported_reason: str = ""
 
     @model_validator(mode="after")
-    def _engine_fields_exist(self) -> "FeatureSpec":
+    def _engine_fields_exist(self) -> FeatureSpec:
         unknown = set(self.engine) - set(EngineArgs.model_fields) - {"extra_args"}
         if unknown:
             name = sorted(unknown)[0]
@@ -79,7 +80,7 @@ class FeaturePlan(_Frozen):
     source: Path | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
-    def _order_names_features(self) -> "FeaturePlan":
+    def _order_names_features(self) -> FeaturePlan:
         names = [f.name for f in self.features]
         if len(set(names)) != len(names):
             raise ValueError(f"feature names repeat: {names}")
@@ -93,7 +94,7 @@ class FeaturePlan(_Frozen):
             raise ValueError(f"order leaves out {missing}: list every feature once")
         return self
 
-    def subset(self, names: Sequence[str]) -> "FeaturePlan":
+    def subset(self, names: Sequence[str]) -> FeaturePlan:
         """The plan restricted to `names` (kept in the recommended order); unknown names are an error."""
         unknown = [n for n in names if n not in self.order]
         if unknown:

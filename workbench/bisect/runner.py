@@ -20,14 +20,14 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import httpx
 
 from workbench.bisect.outputs import GreedyOutput, Match, compare_outputs, greedy_outputs
-from workbench.bisect.plan import FeaturePlan, FeatureSpec, compose
+from workbench.bisect.plan import FeaturePlan, compose
 from workbench.crash import CrashReport, ServerFailure, false_ready
 from workbench.errors import WorkbenchError
 from workbench.recipes import ServingRecipe
