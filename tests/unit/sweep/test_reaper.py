@@ -1,0 +1,86 @@
+"""The reaper stops guarded processes when their owner dies by SIGKILL, and leaves them alone after release()."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from workbench.sweep.reaper import OrphanReaper
+
+# A stand-in for a vLLM server: a leader with a child that moves to its own session (so a group kill
+# would miss it; the token in the inherited environment does not).
+SERVER = [sys.executable, "-c", "import os, subprocess, sys, time; "
+          "subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(120)']); time.sleep(120)"]
+
+OWNER = textwrap.dedent(
+    """
+    import os, subprocess, sys, time
+    from workbench.sweep.reaper import OrphanReaper
+    reaper = OrphanReaper()
+    server = subprocess.Popen({server!r}, env={{**os.environ, **reaper.env()}}, start_new_session=True)
+    print(reaper.token, flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def carrying(token: str) -> list[int]:
+    needle = f"ASCEND_WORKBENCH_SWEEP_TOKEN={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def wait_for(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_owner_killed_means_guarded_processes_stopped():
+    owner = subprocess.Popen([sys.executable, "-c", OWNER.format(server=SERVER)], stdout=subprocess.PIPE, text=True)
+    token = owner.stdout.readline().strip()
+    try:
+        assert wait_for(lambda: len(carrying(token)) == 2, 30)  # the server and its re-sessioned child
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait()
+        assert wait_for(lambda: carrying(token) == [], 30)
+    finally:
+        kill_all(carrying(token))
+
+
+def test_release_leaves_guarded_processes_alone():
+    reaper = OrphanReaper()
+    server = subprocess.Popen(SERVER, env={**os.environ, **reaper.env()}, start_new_session=True)
+    try:
+        assert wait_for(lambda: len(carrying(reaper.token)) == 2, 30)
+        reaper.release()
+        assert wait_for(lambda: not Path(f"/proc/{reaper.pid}").exists(), 10)
+        time.sleep(0.5)
+        assert len(carrying(reaper.token)) == 2
+    finally:
+        kill_all(carrying(reaper.token))
+        server.wait()

@@ -1,0 +1,175 @@
+"""The results store: one JSON line per finished point, appended atomically, read back as a table.
+
+Why JSON lines with one `os.write` per point: a sweep runs for hours and gets interrupted (Ctrl-C,
+SIGKILL, a full disk, a reboot). Each point is encoded completely first and then written with a single
+write on an O_APPEND descriptor followed by fsync, so a point is either on disk whole or — if the
+process dies in the middle of that write — present as a torn last line without its newline. Reading
+ignores such a tail, and the next append cuts it off before writing, so the store never holds a line
+glued to a fragment. Resuming is `done_ids()`: points already present are not measured again.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import WorkbenchError
+
+
+class PointStatus(str, enum.Enum):
+    OK = "ok"  # measured
+    START_FAILED = "start_failed"  # the server for this configuration did not start; `crash` says why
+    LOAD_FAILED = "load_failed"  # the server started but requests failed or it died during the load
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """Everything one point produced. Plain JSON-able values so a line reads back without this class.
+
+    summary:        the load generator's flat summary (output_throughput, p99_ttft_ms, ...)
+    server_metrics: what /metrics said during the load (running_mean, waiting_max, kv_usage_max, ...)
+    timings:        seconds: server_start_s (0 when the server was reused), warmup_s, load_s, wall_s
+    latencies:      per-request ttft_ms / tpot_ms / e2el_ms lists, for distribution charts
+    """
+
+    point_id: str
+    sweep: str
+    server_key: str
+    params: dict[str, Any]
+    workload: dict[str, Any]
+    repeat: int
+    status: PointStatus
+    summary: dict[str, Any] = field(default_factory=dict)
+    server_metrics: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    crash: dict[str, Any] | None = None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    server_pids: tuple[int, ...] = ()
+    finished_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["server_pids"] = list(self.server_pids)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PointResult:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["status"] = PointStatus(known["status"])
+        known["server_pids"] = tuple(known.get("server_pids") or ())
+        return cls(**known)
+
+    def row(self) -> dict[str, Any]:
+        """One flat table row: ids, swept params, workload, summary, server metrics, timings, crash kind."""
+        row: dict[str, Any] = {
+            "point_id": self.point_id,
+            "server_key": self.server_key,
+            "status": self.status.value,
+            "repeat": self.repeat,
+            **self.params,
+            **{k: v for k, v in self.workload.items() if k != "seed"},
+            **self.summary,
+            **self.server_metrics,
+            **self.timings,
+            "crash_kind": (self.crash or {}).get("kind"),
+            "crash_summary": (self.crash or {}).get("summary"),
+            "crash_fix": (self.crash or {}).get("fix"),
+            "finished_at": self.finished_at,
+        }
+        return row
+
+
+class ResultStore:
+    """A JSONL file of `PointResult`s. Not thread-safe; one sweep process writes one store."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"ResultStore({self.path})"
+
+    def append(self, result: PointResult) -> None:
+        """Write one point durably: cut a torn tail, then one write + fsync of the whole line."""
+        line = (json.dumps(result.to_json(), separators=(",", ":"), default=str) + "\n").encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._cut_torn_tail()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, line)
+            if written != len(line):  # regular files write all or fail; a short write means a full disk
+                raise WorkbenchError(
+                    f"{self.path}: wrote {written} of {len(line)} bytes (disk full?); free space and rerun "
+                    "the sweep: the torn line is ignored and that point is measured again"
+                )
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _cut_torn_tail(self) -> None:
+        """If the last line has no newline (a write cut short), truncate the file after the last newline."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0:
+            return
+        with self.path.open("rb+") as handle:
+            handle.seek(size - 1)
+            if handle.read(1) == b"\n":
+                return
+            handle.seek(0)
+            keep = handle.read().rfind(b"\n") + 1  # 0 when the only line is torn
+            handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def read(self) -> list[PointResult]:
+        """All complete points in file order. A torn last line is ignored; a bad middle line is an error."""
+        if not self.path.exists():
+            return []
+        # Everything after the last newline is b"" or a torn write, never a finished point.
+        complete = self.path.read_bytes().split(b"\n")[:-1]
+        results = []
+        for number, line in enumerate(complete, start=1):
+            if not line.strip():
+                continue
+            try:
+                results.append(PointResult.from_json(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise WorkbenchError(
+                    f"{self.path}: line {number} is not a point record ({exc}); delete that line and rerun the "
+                    "sweep to measure that point again"
+                ) from None
+        return results
+
+    def done_ids(self) -> set[str]:
+        """Ids of points already in the store (any status): a resumed sweep skips these."""
+        return {r.point_id for r in self.read()}
+
+    def frame(self) -> pd.DataFrame:
+        """One row per point (see `PointResult.row`); empty frame with the id columns if nothing is stored."""
+        return results_frame(self.read())
+
+
+def results_frame(results: Iterable[PointResult]) -> pd.DataFrame:
+    rows = [r.row() for r in results]
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["point_id", "server_key", "status", "repeat"])
+
+
+def latencies_frame(results: Iterable[PointResult], label_columns: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Long table of per-request latencies: point_id, metric (ttft_ms/tpot_ms/e2el_ms), value, labels."""
+    rows = []
+    for result in results:
+        labels = {c: result.row().get(c) for c in label_columns}
+        for metric, values in result.latencies.items():
+            rows += [{"point_id": result.point_id, **labels, "metric": metric, "value": v} for v in values]
+    return pd.DataFrame(rows, columns=["point_id", *label_columns, "metric", "value"])
