@@ -1,0 +1,67 @@
+"""Every attention op is in the registry with a native and an NPU implementation; NPU-side helpers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ascend_backend.attention import ATTENTION_OPS, npu
+from ascend_backend.device import npu_status
+from ascend_backend.registry import REGISTRY, Backend
+
+
+@pytest.mark.parametrize("op", ATTENTION_OPS)
+def test_op_has_native_and_npu_implementations(op):
+    entry = REGISTRY.entry(op)
+    assert {Backend.NATIVE, Backend.NPU} <= set(entry.impls)
+    assert entry.doc
+    assert REGISTRY.select(op, "cpu").backend is Backend.NATIVE
+
+
+@pytest.mark.skipif(npu_status().available, reason="checks the table of a machine without an NPU")
+def test_registry_table_lists_the_attention_ops_with_both_backends():
+    table = REGISTRY.describe("cpu").set_index("op")
+    for op in ATTENTION_OPS:
+        assert table.loc[op, "registered"] == "native, npu"
+        assert table.loc[op, "chosen"] == "native"
+
+
+@pytest.mark.parametrize(
+    ("version", "family"),
+    [("2.5.1", npu.NpuKernelFamily.ATB), ("2.7.1.post1", npu.NpuKernelFamily.ATB),
+     ("2.8.0", npu.NpuKernelFamily.FIA), ("2.9.0rc1", npu.NpuKernelFamily.FIA), ("3.0.0", npu.NpuKernelFamily.FIA)],
+)
+def test_kernel_family_follows_the_torch_npu_release(version, family):
+    assert npu.kernel_family(version) is family
+
+
+def test_unreadable_torch_npu_version_is_refused():
+    with pytest.raises(ValueError, match="torch_npu version"):
+        npu.kernel_family("unknown")
+
+
+def test_float32_calls_are_sent_to_native_by_the_guards():
+    query = torch.zeros(2, 4, 8)
+    assert "float32" in npu._guard_query(query)
+    assert npu._guard_query(query.half()) is None
+    assert npu._guard_cache_write(query.bfloat16()) is None
+
+
+def test_atb_causal_mask_uses_vllm_ascend_values():
+    fp16 = npu.atb_causal_mask(3, torch.float16, "cpu")
+    assert fp16.dtype == torch.float16
+    assert torch.isinf(fp16.float()).tolist() == [[False, True, True], [False, False, True], [False, False, False]]
+    assert npu.atb_causal_mask(3, torch.bfloat16, "cpu").float().tolist() == [[0, 1, 1], [0, 0, 1], [0, 0, 0]]
+
+
+def test_splitfuse_mask_rows_follow_token_positions():
+    # seq 0: 2 new tokens at positions 3, 4 of 5; seq 1: a decode at position 1 of 2
+    mask = npu.atb_splitfuse_mask([2, 1], [5, 2], torch.bfloat16, "cpu").float()
+    m = torch.tensor(npu.ATB_SPLITFUSE_BF16_MASK_VALUE).bfloat16().item()  # -9984: -10000 rounded to bf16
+    assert mask.tolist() == [[0, 0, 0, 0, m], [0, 0, 0, 0, 0], [0, 0, m, m, m]]
+
+
+def test_fia_mask_is_the_shared_int8_upper_triangle():
+    mask = npu.fia_causal_mask("cpu")
+    assert mask.shape == (2048, 2048) and mask.dtype == torch.int8
+    assert mask[0, 1] == 1 and mask[1, 1] == 0 and int(mask.sum()) == 2048 * 2047 // 2
