@@ -318,6 +318,8 @@ class OpRegistry:
                 continue
             if spec.module is not None and (module is None or not fnmatch.fnmatchcase(module, spec.module)):
                 continue
+            if out is None and spec.kind is not FaultKind.RAISE:
+                continue  # in-place ops (reshape_and_cache) return nothing to corrupt; only `raise` applies
             if not handle.should_fire():
                 continue
             handle.fired += 1

@@ -21,15 +21,32 @@ from workbench.errors import WorkbenchError
 
 @dataclass(frozen=True)
 class OpInputs:
+    """Positional arguments of one op call.
+
+    host_args: indices of integer tensors that stay on the host wherever the op runs (sequence
+        lengths: CANN attention kernels take them as host tensors, and the native kernels plan on them);
+    written_args: indices of arguments the op writes in place (reshape_and_cache's KV cache); after the
+        call they are part of the op's output.
+    """
+
     args: tuple[Any, ...]
+    host_args: frozenset[int] = frozenset()
+    written_args: tuple[int, ...] = ()
 
     def to(self, device: torch.device | str, dtype: torch.dtype) -> OpInputs:
-        """Floating tensors -> (device, dtype); integer tensors (positions, tables) -> device only."""
-        def move(value: Any) -> Any:
-            if isinstance(value, torch.Tensor):
-                return value.to(device=device, dtype=dtype) if value.is_floating_point() else value.to(device)
-            return value
-        return OpInputs(tuple(move(a) for a in self.args))
+        """Floating tensors -> (device, dtype), as copies; integer tensors -> device (host args stay)."""
+        def move(index: int, value: Any) -> Any:
+            if not isinstance(value, torch.Tensor):
+                return value
+            if value.is_floating_point():
+                return value.to(device=device, dtype=dtype, copy=True)
+            return value if index in self.host_args else value.to(device)
+        return OpInputs(tuple(move(i, a) for i, a in enumerate(self.args)), self.host_args, self.written_args)
+
+    def outputs(self, returned: Any) -> list[torch.Tensor]:
+        """The tensors an op call produced: what it returned, then what it wrote in place."""
+        items = returned if isinstance(returned, (tuple, list)) else (returned,)
+        return [t for t in items if isinstance(t, torch.Tensor)] + [self.args[i] for i in self.written_args]
 
 
 Params = Mapping[str, int]
@@ -76,6 +93,68 @@ def _rotary(p: Params, g: torch.Generator) -> OpInputs:
     return OpInputs((positions, query, key, head_size, build_cos_sin_cache(head_size, 4096), True))
 
 
+ATTENTION_PARAMS = ("num_seqs", "num_heads", "num_kv_heads", "head_size", "context_len", "block_size")
+
+
+def _int32(values: Sequence[int]) -> torch.Tensor:
+    return torch.tensor(list(values), dtype=torch.int32)
+
+
+def _paged_context(p: Params, g: torch.Generator) -> tuple[list[int], torch.Tensor, torch.Tensor]:
+    """Per-sequence lengths (varied, some off block boundaries), shuffled block tables, a filled cache.
+
+    Block 0 is never handed out (it is the allocator's null block), and table padding points at it.
+    """
+    seqs, ctx, bs = int(p["num_seqs"]), int(p["context_len"]), int(p["block_size"])
+    lens = [max(1, ctx - (i * 37) % max(ctx // 2, 1)) for i in range(seqs)]
+    per_seq = [-(-n // bs) for n in lens]
+    num_blocks = sum(per_seq) + 1
+    ids = (torch.randperm(num_blocks - 1, generator=g) + 1).tolist()
+    rows, start = [], 0
+    for n in per_seq:
+        rows.append(ids[start:start + n] + [0] * (max(per_seq) - n))
+        start += n
+    cache = torch.randn(2, num_blocks, bs, int(p["num_kv_heads"]), int(p["head_size"]), generator=g)
+    return lens, _int32(sum(rows, [])).view(seqs, -1), cache
+
+
+def _scale(p: Params) -> float:
+    return float(p["head_size"]) ** -0.5
+
+
+def _decode(p: Params, g: torch.Generator) -> OpInputs:
+    lens, tables, cache = _paged_context(p, g)
+    query = torch.randn(len(lens), int(p["num_heads"]), int(p["head_size"]), generator=g)
+    return OpInputs((query, cache, tables, _int32(lens), _scale(p)), host_args=frozenset({3}))
+
+
+def _prefill(p: Params, g: torch.Generator) -> OpInputs:
+    lens, _, _ = _paged_context(p, g)
+    tokens, heads, kv_heads, d = sum(lens), int(p["num_heads"]), int(p["num_kv_heads"]), int(p["head_size"])
+    q = torch.randn(tokens, heads, d, generator=g)
+    k, v = torch.randn(tokens, kv_heads, d, generator=g), torch.randn(tokens, kv_heads, d, generator=g)
+    return OpInputs((q, k, v, _int32(lens), _scale(p)), host_args=frozenset({3}))
+
+
+def _paged_prefill(p: Params, g: torch.Generator, mixed: bool) -> OpInputs:
+    lens, tables, cache = _paged_context(p, g)
+    q_len = int(p.get("query_len", 8))
+    # Chunked prefill mixes decodes (one token) and prompt chunks; a cache hit has only chunks.
+    query_lens = [1 if mixed and i % 2 else min(q_len, n) for i, n in enumerate(lens)]
+    query = torch.randn(sum(query_lens), int(p["num_heads"]), int(p["head_size"]), generator=g)
+    return OpInputs((query, cache, tables, _int32(query_lens), _int32(lens), _scale(p)),
+                    host_args=frozenset({3, 4}))
+
+
+def _reshape_and_cache(p: Params, g: torch.Generator) -> OpInputs:
+    lens, _, cache = _paged_context(p, g)
+    tokens = sum(lens)
+    slots = torch.randperm(cache.shape[1] * cache.shape[2] - cache.shape[2], generator=g)[:tokens] + cache.shape[2]
+    key = torch.randn(tokens, cache.shape[3], cache.shape[4], generator=g)
+    value = torch.randn(tokens, cache.shape[3], cache.shape[4], generator=g)
+    return OpInputs((key, value, torch.zeros_like(cache), slots.to(torch.int32)), written_args=(2,))
+
+
 TOKEN_PARAMS = ("tokens", "hidden")
 
 # op -> (builder, the size names a case must give)
@@ -87,6 +166,11 @@ BUILDERS: dict[str, tuple[Callable[[Params, torch.Generator], OpInputs], tuple[s
     "gelu_tanh": (_unary, TOKEN_PARAMS),
     "linear": (_linear, TOKEN_PARAMS),
     "rotary_embedding": (_rotary, TOKEN_PARAMS),
+    "reshape_and_cache": (_reshape_and_cache, ATTENTION_PARAMS),
+    "paged_decode_attention": (_decode, ATTENTION_PARAMS),
+    "prefill_attention": (_prefill, ATTENTION_PARAMS),
+    "prefill_cache_hit_attention": (lambda p, g: _paged_prefill(p, g, mixed=False), ATTENTION_PARAMS),
+    "chunked_prefill_attention": (lambda p, g: _paged_prefill(p, g, mixed=True), ATTENTION_PARAMS),
 }
 
 

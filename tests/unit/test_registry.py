@@ -243,3 +243,17 @@ def test_raise_fault_makes_the_op_fail():
         ops.gelu(torch.ones(2))
         with pytest.raises(InjectedFault, match="gelu"):
             ops.gelu(torch.ones(2))
+
+
+def test_faults_on_an_in_place_op_only_raise():
+    from ascend_backend.attention import allocate_kv_cache, reshape_and_cache
+    from ascend_backend.faults import InjectedFault
+
+    cache = allocate_kv_cache(4, 32, 2, 8, dtype=torch.float32)
+    k = v = torch.ones(3, 2, 8)
+    slots = torch.tensor([32, 33, 34], dtype=torch.int32)
+    with registry.inject("reshape_and_cache", fault="nan") as handle:
+        reshape_and_cache(k, v, cache, slots)
+    assert handle.fired == 0 and torch.isfinite(cache).all()
+    with registry.inject("reshape_and_cache", fault="raise"), pytest.raises(InjectedFault):
+        reshape_and_cache(k, v, cache, slots)

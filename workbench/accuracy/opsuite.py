@@ -173,20 +173,16 @@ class CaseResult:
         }
 
 
-def _tensors(out: Any) -> list[torch.Tensor]:
-    items = out if isinstance(out, (tuple, list)) else (out,)
-    return [t for t in items if isinstance(t, torch.Tensor)]
-
-
 def run_case(case: OpCase, device: torch.device) -> CaseResult:
     inputs = case.inputs()
     selection = REGISTRY.select(case.op, device)
     # The reference sees the same values as the test: inputs rounded to the test dtype, then computed in
     # float32. This measures the op's own arithmetic, as msprobe's API checker does, not input rounding.
     rounded = inputs.to("cpu", case.dtype).to("cpu", torch.float32)
-    reference = _tensors(REGISTRY.impl(case.op, Backend.NATIVE)(*rounded.args))
+    reference = rounded.outputs(REGISTRY.impl(case.op, Backend.NATIVE)(*rounded.args))
+    on_device = inputs.to(device, case.dtype)
     try:
-        test = _tensors(REGISTRY.dispatch(case.op, device, *inputs.to(device, case.dtype).args))
+        test = on_device.outputs(REGISTRY.dispatch(case.op, device, *on_device.args))
     except Exception as exc:  # noqa: BLE001 - a kernel that raises is a finding, not a crash of the suite
         return CaseResult(case, str(device), selection.backend.value, (), f"{type(exc).__name__}: {exc}")
     if len(test) != len(reference):
@@ -262,25 +258,31 @@ OP = {op!r}
 DTYPE = torch.{dtype}
 
 
-def to_device(args, device, dtype=DTYPE):
-    return [a.to(device=device, dtype=dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
-            else a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
+def to_device(args, device, host_args=(), dtype=DTYPE):
+    """Float tensors -> device and dtype (copies); integer tensors -> device, except host-side lengths."""
+    return [a.to(device=device, dtype=dtype, copy=True) if isinstance(a, torch.Tensor) and a.is_floating_point()
+            else a.to(device) if isinstance(a, torch.Tensor) and i not in host_args else a
+            for i, a in enumerate(args)]
 
 
-def tensors(out):
-    return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
+def outputs(returned, args, written_args):
+    """What the call returned, then the arguments it wrote in place (e.g. a KV cache)."""
+    items = returned if isinstance(returned, (tuple, list)) else (returned,)
+    return [t for t in items if isinstance(t, torch.Tensor)] + [args[i] for i in written_args]
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default={device!r})
     device = parser.parse_args().device
-    args = torch.load(Path(__file__).with_suffix(".pt"), weights_only=True)["args"]
+    saved = torch.load(Path(__file__).with_suffix(".pt"), weights_only=True)
+    args, host, written = saved["args"], set(saved["host_args"]), saved["written_args"]
     print("implementation on", device, ":", REGISTRY.select(OP, device).backend.value)
     # Reference: the same dtype-rounded values, computed in float32 on CPU.
-    rounded = to_device(to_device(args, "cpu"), "cpu", torch.float32)
-    reference = tensors(REGISTRY.impl(OP, Backend.NATIVE)(*rounded))
-    test = tensors(REGISTRY.dispatch(OP, device, *to_device(args, device)))
+    rounded = to_device(to_device(args, "cpu", host), "cpu", host, torch.float32)
+    reference = outputs(REGISTRY.impl(OP, Backend.NATIVE)(*rounded), rounded, written)
+    on_device = to_device(args, device, host)
+    test = outputs(REGISTRY.dispatch(OP, device, *on_device), on_device, written)
     for i, (t, r) in enumerate(zip(test, reference)):
         t64, r64 = t.detach().cpu().double().flatten(), r.double().flatten()
         cosine = torch.nn.functional.cosine_similarity(t64, r64, dim=0).item()
@@ -300,7 +302,9 @@ def export_repro(result: CaseResult, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     case = result.case
     script = out_dir / f"{case.name}.py"
-    torch.save({"args": list(case.inputs().args)}, script.with_suffix(".pt"))
+    inputs = case.inputs()
+    torch.save({"args": list(inputs.args), "host_args": sorted(inputs.host_args),
+                "written_args": list(inputs.written_args)}, script.with_suffix(".pt"))
     row = result.row()
     script.write_text(
         _REPRO_TEMPLATE.format(
