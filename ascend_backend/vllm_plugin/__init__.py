@@ -1,0 +1,115 @@
+"""vLLM general plugin: run vLLM's custom ops and CPU attention through `ascend_backend.registry`.
+
+Loaded by vLLM in every process (API server, EngineCore, workers) through the entry point
+
+    [project.entry-points."vllm.general_plugins"]
+    ascend_backend = "ascend_backend.vllm_plugin:register"
+
+What `register()` does in each process:
+1. decides what to take over on this platform (`platform_plan`; on an Ascend NPU vllm-ascend keeps
+   everything);
+2. installs out-of-tree overrides for RMSNorm (plain and with residual), SiluAndMul, RotaryEmbedding,
+   GELU and GELUTanh (`custom_ops`), each calling registry ops, through opaque torch ops under
+   torch.compile (`torch_ops`);
+3. re-points vLLM's CPU_ATTN backend at a subclass whose cache write and attention are registry ops
+   (`attention`, `paged_kernels`);
+4. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5'), so a workbench tool can
+   break exactly one op inside a real server;
+5. when ASCEND_BACKEND_STATS_FILE=<prefix> is set, keeps `<prefix>.<pid>.json` up to date with op call
+   counts (`stats`; read them with `stats.read_op_stats(prefix)`).
+
+Switches: `VLLM_PLUGINS` (vLLM's allow-list; `VLLM_PLUGINS=""` loads no plugin) and
+ASCEND_BACKEND_DISABLED_OPS (op names such as `rms_norm,attention`, or `all`) to keep vLLM's own layer
+for some ops. Fault specs with `module=` never match inside vLLM (layers carry no module names there);
+select the call with `call=N` instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+from ascend_backend import envs
+from ascend_backend.registry import REGISTRY, FaultHandle
+
+logger = logging.getLogger("vllm.ascend_backend")
+
+
+def register() -> None:
+    """vLLM's entry point; safe to call more than once in a process."""
+    from ascend_backend.vllm_plugin.platform_plan import detect_platform, plan_registration
+
+    disabled = envs.ASCEND_BACKEND_DISABLED_OPS
+    plan = plan_registration(detect_platform(), disabled)
+    installed = []
+    if plan.layer_overrides:
+        from ascend_backend.vllm_plugin.custom_ops import InstallStatus, install_layer_overrides
+
+        for result in install_layer_overrides(disabled):
+            if result.status is InstallStatus.TAKEN:
+                logger.warning("ascend_backend: %s not overridden: %s owns it", result.layer, result.detail)
+            elif result.status is not InstallStatus.DISABLED:
+                installed.append(result.layer)
+    if plan.attention:
+        install_attention_backend()
+        installed.append("CPU_ATTN")
+    faults = arm_faults_from_env(envs.ASCEND_BACKEND_FAULT)
+    prefix = envs.ASCEND_BACKEND_STATS_FILE
+    if prefix:
+        start_stats_writer(prefix)
+    logger.info(
+        "ascend_backend plugin: %s; overrides: %s; faults: %s; stats: %s",
+        plan.note, ", ".join(installed) or "none",
+        "; ".join(f"{h.spec.op}:{h.spec.kind.value}" for h in faults) or "none", prefix or "off",
+    )
+
+
+def install_attention_backend() -> None:
+    """Point vLLM's CPU_ATTN at our subclass, unless another plugin already re-pointed it."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
+
+    from ascend_backend.vllm_plugin.attention import BACKEND_PATH
+
+    cpu_attn = AttentionBackendEnum.CPU_ATTN
+    if cpu_attn.is_overridden() and cpu_attn.get_path() != BACKEND_PATH:
+        logger.warning("ascend_backend: CPU_ATTN already overridden by %s; leaving it", cpu_attn.get_path())
+        return
+    register_backend(cpu_attn, BACKEND_PATH)
+
+
+def uninstall() -> None:
+    """Undo the layer overrides and the attention re-pointing in this process (tests, notebooks)."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    from ascend_backend.vllm_plugin.attention import BACKEND_PATH
+    from ascend_backend.vllm_plugin.custom_ops import uninstall_layer_overrides
+
+    uninstall_layer_overrides()
+    if AttentionBackendEnum.CPU_ATTN.get_path() == BACKEND_PATH:
+        AttentionBackendEnum.CPU_ATTN.clear_override()
+
+
+# Cached per spec text so a second register() in the same process does not arm the faults twice.
+@functools.cache
+def arm_faults_from_env(spec_text: str) -> tuple[FaultHandle, ...]:
+    if not spec_text:
+        return ()
+    handles = tuple(REGISTRY.arm_from_env())
+    for handle in handles:
+        if handle.spec.module is not None:
+            logger.warning(
+                "ascend_backend: fault %s names module=%s, but vLLM layers carry no module names; it will "
+                "never fire inside vLLM. Use call=N to pick the call.", handle.spec.op, handle.spec.module,
+            )
+    return handles
+
+
+# One writer per prefix per process (fork children restart theirs through its fork hook).
+@functools.cache
+def start_stats_writer(prefix: str):
+    from ascend_backend.vllm_plugin.stats import StatsFileWriter
+
+    return StatsFileWriter(prefix).start()
+
+
+__all__ = ["arm_faults_from_env", "install_attention_backend", "register", "start_stats_writer", "uninstall"]

@@ -1,0 +1,149 @@
+"""Benchmark: vLLM output throughput with ascend_backend's plugin / without it, same workload.
+
+Each measurement is a fresh engine in its own process (`VLLM_PLUGINS=""` switches the plugin off), on
+the same batch: N prompts of a fixed length, greedy, exactly M output tokens each (ignore_eos). The
+engine runs in-process (no EngineCore/worker children) so the child can time its own CPU: output
+tokens per CPU-second is the headline, because it stays meaningful on a shared, oversubscribed machine;
+wall-clock tokens/s is printed beside it. One warm-up generate precedes the timed ones. Runs alternate
+off/on so slow drift of the machine hits both sides alike; the ratio is taken per pair, and the median
+pair ratio is reported against the target (>= 0.95).
+
+    .venv/bin/python benchmarks/bench_plugin.py [--model smollm2|tiny|/path] [--pairs 2]
+        [--prompts 32] [--prompt-tokens 64] [--output-tokens 64] [--compiled]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TARGET = 0.95
+
+
+@dataclass(frozen=True)
+class Measurement:
+    plugin: bool
+    output_tokens: int
+    cpu_s: float
+    wall_s: float
+
+    @property
+    def tokens_per_cpu_s(self) -> float:
+        return self.output_tokens / self.cpu_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.wall_s
+
+
+def child(args: argparse.Namespace) -> None:
+    """Inside the measured process: build the engine, warm up, time `--repeats` generates."""
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=args.model, enforce_eager=not args.compiled, max_model_len=1024, block_size=32,
+              max_num_seqs=args.prompts, seed=0, distributed_executor_backend="uni")
+    vocab = llm.get_tokenizer().vocab_size
+    prompts = [
+        {"prompt_token_ids": [(1000 + 7919 * i + 31 * t) % (vocab - 1000) + 500 for t in range(args.prompt_tokens)]}
+        for i in range(args.prompts)
+    ]
+    params = SamplingParams(temperature=0.0, max_tokens=args.output_tokens, ignore_eos=True)
+    llm.generate(prompts[:4], params, use_tqdm=False)  # warm-up
+    tokens, cpu, wall = 0, 0.0, 0.0
+    for _ in range(args.repeats):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        outputs = llm.generate(prompts, params, use_tqdm=False)
+        cpu += time.process_time() - cpu0
+        wall += time.perf_counter() - wall0
+        tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
+    Path(args.out).write_text(json.dumps({"output_tokens": tokens, "cpu_s": cpu, "wall_s": wall}))
+
+
+def measure(args: argparse.Namespace, plugin: bool, workdir: Path) -> Measurement:
+    out = workdir / f"run-{time.monotonic_ns()}.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND_BACKEND_")}
+    env.update(VLLM_CPU_KVCACHE_SPACE=env.get("VLLM_CPU_KVCACHE_SPACE", "2"),
+               VLLM_CPU_OMP_THREADS_BIND=env.get("VLLM_CPU_OMP_THREADS_BIND", "0-1"),
+               VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_DISABLE_COMPILE_CACHE="1",
+               PYTHONPATH=str(REPO_ROOT))
+    if plugin:
+        env.pop("VLLM_PLUGINS", None)
+    else:
+        env["VLLM_PLUGINS"] = ""
+    argv = [sys.executable, __file__, "--child", "--out", str(out), "--model", args.model,
+            "--prompts", str(args.prompts), "--prompt-tokens", str(args.prompt_tokens),
+            "--output-tokens", str(args.output_tokens), "--repeats", str(args.repeats)]
+    if args.compiled:
+        argv.append("--compiled")
+    log = workdir / f"{out.stem}.log"
+    with open(log, "wb") as log_file:
+        proc = subprocess.Popen(argv, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=args.timeout)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # nothing of the engine survives the measurement
+            except ProcessLookupError:
+                pass
+    if code != 0:
+        raise SystemExit(f"engine run failed (exit {code}); see {log}:\n{log.read_text(errors='replace')[-2000:]}")
+    data = json.loads(out.read_text())
+    return Measurement(plugin, data["output_tokens"], data["cpu_s"], data["wall_s"])
+
+
+def resolve_model(name: str) -> str:
+    if Path(name).is_dir():
+        return name
+    from workbench import embedded_models  # the benchmark may use the workbench to fetch a model
+
+    return str(embedded_models.prepare(name))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--prompt-tokens", type=int, default=64)
+    parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2, help="timed generates per engine")
+    parser.add_argument("--compiled", action="store_true", help="torch.compile (graph mode) instead of eager")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    args.model = resolve_model(args.model)
+    workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_plugin_{os.getpid()}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    mode = "compiled" if args.compiled else "eager"
+    print(f"model {args.model} ({mode}); {args.prompts} prompts x {args.prompt_tokens} tokens -> "
+          f"{args.output_tokens} output tokens; {args.repeats} timed generates per engine")
+    cpu_ratios, wall_ratios = [], []
+    for pair in range(args.pairs):
+        off = measure(args, plugin=False, workdir=workdir)
+        on = measure(args, plugin=True, workdir=workdir)
+        cpu_ratios.append(on.tokens_per_cpu_s / off.tokens_per_cpu_s)
+        wall_ratios.append(on.tokens_per_s / off.tokens_per_s)
+        print(f"pair {pair + 1}: without {off.tokens_per_cpu_s:8.1f} tok/CPU-s {off.tokens_per_s:8.1f} tok/s | "
+              f"with {on.tokens_per_cpu_s:8.1f} tok/CPU-s {on.tokens_per_s:8.1f} tok/s | "
+              f"ratio cpu {cpu_ratios[-1]:.3f} wall {wall_ratios[-1]:.3f}", flush=True)
+    ratio = statistics.median(cpu_ratios)
+    verdict = "meets" if ratio >= TARGET else "MISSES"
+    print(f"throughput ratio with/without plugin: {ratio:.3f} (tokens per CPU-second, median of {args.pairs}); "
+          f"wall-clock {statistics.median(wall_ratios):.3f}; {verdict} the >= {TARGET} target")
+
+
+if __name__ == "__main__":
+    main()

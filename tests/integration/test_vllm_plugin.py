@@ -1,0 +1,89 @@
+"""ascend_backend's vLLM plugin inside real vLLM CPU engines on SmolLM2-135M.
+
+Five engines, two at a time (the whole module shares them):
+  eager-off / compiled-off   VLLM_PLUGINS=""  (vLLM alone; also proves the allow-list switches us off)
+  eager-on  / compiled-on    the plugin, loaded through its entry point in every vLLM process
+  fault                      eager, ASCEND_BACKEND_FAULT=rms_norm:nan:call=6 and
+                             ASCEND_BACKEND_DISABLED_OPS=silu_and_mul
+Greedy outputs with the plugin must be token-identical to vLLM alone; the stats files must show calls
+of every overridden op and of attention; the fault must break the output and be counted once.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.integration.plugin_support import MAX_TOKENS, PROMPTS, RunResult, RunSpec, run_engine
+
+pytestmark = pytest.mark.integration
+
+ROUTED_OPS = ("rms_norm", "add_rms_norm", "silu_and_mul", "rotary_embedding", "vllm_cpu_kv_write",
+              "vllm_cpu_paged_attention")
+FAULT_CALL = 6  # past the warm-up forward(s): lands in a real generation step
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Path:
+    from workbench import embedded_models
+
+    return embedded_models.prepare("smollm2")
+
+
+@pytest.fixture(scope="module")
+def runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[str, RunResult]:
+    workdir = tmp_path_factory.mktemp("plugin-runs")
+    specs = [
+        RunSpec("eager-off", smollm2, compiled=False, plugin=False, workdir=workdir, extra_env=server_env),
+        RunSpec("eager-on", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env=server_env),
+        RunSpec("fault", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
+            **server_env, "ASCEND_BACKEND_FAULT": f"rms_norm:nan:call={FAULT_CALL}",
+            "ASCEND_BACKEND_DISABLED_OPS": "silu_and_mul"}),
+        RunSpec("compiled-off", smollm2, compiled=True, plugin=False, workdir=workdir, extra_env=server_env),
+        RunSpec("compiled-on", smollm2, compiled=True, plugin=True, workdir=workdir, extra_env=server_env),
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(run_engine, specs))
+    return {r.spec.name: r for r in results}
+
+
+def assert_same_tokens(with_plugin: RunResult, without: RunResult) -> None:
+    assert len(with_plugin.tokens) == len(PROMPTS)
+    for prompt, got, want in zip(PROMPTS, with_plugin.tokens, without.tokens, strict=True):
+        assert len(want) == MAX_TOKENS
+        differ = [i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b]
+        assert not differ, f"{prompt!r}: tokens differ from position {differ[:1]}: {got} vs {want}"
+
+
+def test_eager_outputs_are_token_identical_to_vllm_alone(runs):
+    assert_same_tokens(runs["eager-on"], runs["eager-off"])
+
+
+def test_compiled_outputs_are_token_identical_to_vllm_alone(runs):
+    assert_same_tokens(runs["compiled-on"], runs["compiled-off"])
+
+
+@pytest.mark.parametrize("name", ["eager-on", "compiled-on"])
+def test_every_routed_op_and_attention_is_called_inside_the_engine(runs, name):
+    stats = runs[name].stats
+    assert len(stats.processes) >= 2  # the front-end process and at least the worker each wrote a file
+    for op in ROUTED_OPS:
+        assert stats.calls(op) > 0, f"{op} never called in {name}: {stats.totals}"
+    # one attention call per layer per step: SmolLM2 has 30 layers, and at least MAX_TOKENS steps ran
+    assert stats.calls("vllm_cpu_paged_attention") >= 30 * MAX_TOKENS
+    assert stats.calls("vllm_cpu_paged_attention") % 30 == 0
+
+
+def test_vllm_plugins_allow_list_switches_the_plugin_off(runs):
+    assert runs["eager-off"].stats.processes == ()  # no process loaded the plugin, so none wrote stats
+
+
+def test_nan_fault_in_one_rms_norm_call_breaks_the_output_and_is_counted(runs):
+    fault, clean = runs["fault"], runs["eager-on"]
+    assert fault.stats.faulted("rms_norm") == 1  # exactly the one call named in ASCEND_BACKEND_FAULT
+    assert fault.stats.calls("rms_norm") > FAULT_CALL
+    assert fault.tokens != clean.tokens or fault.has_nan_logprob()
+    assert fault.stats.calls("silu_and_mul") == 0  # ASCEND_BACKEND_DISABLED_OPS kept vLLM's SiluAndMul
+    assert fault.stats.calls("add_rms_norm") > 0

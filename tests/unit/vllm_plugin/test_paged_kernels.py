@@ -1,0 +1,154 @@
+"""Paged kernels on vLLM's CPU cache layout, against a float64 attention written from scratch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ascend_backend.registry import REGISTRY
+from ascend_backend.vllm_plugin import paged_kernels as pk
+
+BLOCK = 32
+
+
+def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+    """q: [q, Hq, D] for the last q positions of a context k, v: [L, Hk, D] -> [q, Hq, D], float64 loops."""
+    q, k, v = q.double(), k.double(), v.double()
+    q_len, q_heads, _ = q.shape
+    ctx, kv_heads, _ = k.shape
+    group = q_heads // kv_heads
+    out = torch.zeros(q.shape, dtype=torch.float64)
+    for j in range(q_len):
+        pos = ctx - q_len + j
+        for h in range(q_heads):
+            scores = [scale * float(q[j, h] @ k[t, h // group]) for t in range(pos + 1)]
+            top = max(scores)
+            weights = [math.exp(s - top) for s in scores]
+            total = sum(weights)
+            out[j, h] = sum(w / total * v[t, h // group] for t, w in enumerate(weights))
+    return out
+
+
+def fill_cache(contexts, kv_heads: int, head_size: int, num_blocks: int, seed: int = 0):
+    """Write each request's K/V through `kv_write` into scattered blocks; returns cache, block table."""
+    gen = torch.Generator().manual_seed(seed)
+    cache = torch.full((num_blocks, kv_heads, BLOCK, 2 * head_size), float("nan"))  # NaN: unwritten slots
+    free = torch.randperm(num_blocks, generator=gen).tolist()
+    width = max(-(-k.shape[0] // BLOCK) for k, _ in contexts)
+    table = torch.zeros(len(contexts), width, dtype=torch.int32)
+    for r, (k, v) in enumerate(contexts):
+        blocks = [free.pop() for _ in range(-(-k.shape[0] // BLOCK))]
+        table[r, : len(blocks)] = torch.tensor(blocks)
+        slots = torch.tensor([blocks[t // BLOCK] * BLOCK + t % BLOCK for t in range(k.shape[0])])
+        pk.kv_write(k, v, cache, slots)
+    return cache, table
+
+
+def test_kv_write_puts_token_at_block_and_offset_of_its_slot_and_skips_padding():
+    cache = torch.zeros(4, 2, BLOCK, 2 * 8)
+    key = torch.arange(3 * 2 * 8, dtype=torch.float32).reshape(3, 2, 8) + 1
+    value = -key
+    # slot 72 = block 2, offset 8 (the module docstring's worked example); slot -1 is padding.
+    pk.kv_write(key, value, cache, torch.tensor([72, -1, 5]))
+    split = cache.view(4, 2, 2, BLOCK, 8)
+    assert torch.equal(split[2, :, 0, 8], key[0]) and torch.equal(split[2, :, 1, 8], value[0])
+    assert torch.equal(split[0, :, 0, 5], key[2]) and torch.equal(split[0, :, 1, 5], value[2])
+    assert int((cache != 0).sum()) == 2 * 2 * 2 * 8  # two tokens x (k, v) x 2 heads x 8 dims, nothing else
+
+
+def test_kv_write_matches_vllm_split_of_the_same_tensor():
+    cache = torch.zeros(3, 2, BLOCK, 2 * 4)
+    key, value = torch.randn(1, 2, 4), torch.randn(1, 2, 4)
+    pk.kv_write(key, value, cache, torch.tensor([BLOCK + 3]))
+    key_cache, value_cache = cache.view(3, 2, 2 * BLOCK, 4).chunk(2, dim=2)  # what vLLM's CPU backend reads
+    assert torch.equal(key_cache[1, :, 3], key[0]) and torch.equal(value_cache[1, :, 3], value[0])
+
+
+@pytest.mark.parametrize("q_heads,kv_heads", [(4, 4), (6, 2)])
+def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_heads, kv_heads):
+    torch.manual_seed(1)
+    head_size = 16
+    # decodes at 1, 45 and 64; fresh prefills of 40 and 7 (batched, padded); a chunk of 5 ending at 37
+    ctx_lens = [1, 45, 40, 37, 64, 7]
+    q_lens = [1, 1, 40, 5, 1, 7]
+    contexts = [(torch.randn(n, kv_heads, head_size), torch.randn(n, kv_heads, head_size)) for n in ctx_lens]
+    cache, table = fill_cache(contexts, kv_heads, head_size, num_blocks=24)
+    query = torch.randn(sum(q_lens), q_heads, head_size)
+    starts = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)))
+    plan = pk.plan_batch(starts, torch.tensor(ctx_lens), table, BLOCK)
+    assert [s.start for s in plan.prefills] == [42] and plan.decode_tokens.tolist() == [0, 1, 47]
+    assert plan.fresh.tokens.tolist() == list(range(2, 42)) + list(range(48, 55))
+    scale = head_size**-0.5
+    out = pk.paged_attention(query, cache, table, plan, scale)
+    assert not out.isnan().any()  # no unwritten (NaN) slot leaked into any result
+    for r, ((k, v), q_len) in enumerate(zip(contexts, q_lens, strict=True)):
+        got = out[starts[r] : starts[r] + q_len]
+        want = reference_attention(query[starts[r] : starts[r] + q_len], k, v, scale)
+        torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_bfloat16_cache_stays_close_to_float64():
+    torch.manual_seed(2)
+    contexts = [(torch.randn(40, 2, 32), torch.randn(40, 2, 32))]
+    cache, table = fill_cache(contexts, 2, 32, num_blocks=4)
+    cache = cache.nan_to_num(0.0).bfloat16()
+    query = torch.randn(1, 4, 32)
+    plan = pk.plan_batch(torch.tensor([0, 1]), torch.tensor([40]), table, BLOCK, torch.bfloat16)
+    out = pk.paged_attention(query.bfloat16(), cache, table, plan, 32**-0.5)
+    assert out.dtype == torch.bfloat16
+    k, v = (t.bfloat16().double() for t in contexts[0])
+    want = reference_attention(query.bfloat16().double(), k, v, 32**-0.5)
+    torch.testing.assert_close(out.double(), want, atol=3e-2, rtol=3e-2)
+
+
+def test_calls_are_counted_and_a_fault_on_attention_reaches_the_output():
+    REGISTRY.reset_stats()
+    contexts = [(torch.randn(3, 1, 8), torch.randn(3, 1, 8))]
+    cache, table = fill_cache(contexts, 1, 8, num_blocks=2)
+    plan = pk.plan_batch(torch.tensor([0, 1]), torch.tensor([3]), table, BLOCK)
+    with REGISTRY.inject(pk.PAGED_ATTENTION_OP, "nan", call=2) as fault:
+        first = pk.paged_attention(torch.randn(1, 1, 8), cache, table, plan, 0.3)
+        second = pk.paged_attention(torch.randn(1, 1, 8), cache, table, plan, 0.3)
+    assert not first.isnan().any() and second.isnan().all() and fault.fired == 1
+    stats = REGISTRY.stats()
+    assert stats[pk.PAGED_ATTENTION_OP] == {"native": 2, "faulted": 1}
+    assert stats[pk.KV_WRITE_OP]["native"] == 1
+    REGISTRY.reset_stats()
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-6), (torch.bfloat16, 8e-3)])
+def test_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, tol):
+    """vLLM's C++ kernel reads its own (ISA-packed) cache; ours reads ours; same K/V, same answer."""
+    pytest.importorskip("vllm")
+    from vllm import _custom_ops as vllm_ops
+    from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+
+    torch.manual_seed(3)
+    num_blocks, kv_heads, head_size, q_heads, lens = 8, 3, 64, 9, [50, 20, 33]
+    table = torch.tensor([[0, 3], [5, 0], [6, 7]], dtype=torch.int32)
+    ours = torch.zeros(num_blocks, kv_heads, BLOCK, 2 * head_size, dtype=dtype)
+    theirs = torch.zeros_like(ours)
+    isa = _get_attn_isa(dtype, BLOCK, head_size)
+    key_cache, value_cache = theirs.view(num_blocks, kv_heads, 2 * BLOCK, head_size).chunk(2, dim=2)
+    for r, n in enumerate(lens):
+        k, v = torch.randn(n, kv_heads, head_size, dtype=dtype), torch.randn(n, kv_heads, head_size, dtype=dtype)
+        slots = torch.tensor([int(table[r, t // BLOCK]) * BLOCK + t % BLOCK for t in range(n)])
+        pk.kv_write(k, v, ours, slots)
+        vllm_ops.cpu_attn_reshape_and_cache(k, v, key_cache, value_cache, slots, isa)
+    q_lens = [1, 1, 4]  # two decodes and a 4-token chunk at the end of a 33-token context
+    query = torch.randn(sum(q_lens), q_heads, head_size, dtype=dtype)
+    starts = torch.tensor([0, 1, 2, 6], dtype=torch.int32)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    metadata = vllm_ops.cpu_attn_get_scheduler_metadata(
+        num_reqs=3, num_heads=q_heads, num_kv_heads=kv_heads, head_dim=head_size, seq_lens=seq_lens, dtype=dtype,
+        query_start_loc=starts, causal=True, sliding_window_size=-1, isa=isa, enable_kv_split=False)
+    want = torch.empty_like(query)
+    vllm_ops.cpu_attention_with_kv_cache(
+        query=query, key_cache=key_cache, value_cache=value_cache, output=want, query_start_loc=starts,
+        seq_lens=seq_lens, scale=head_size**-0.5, causal=True, alibi_slopes=None, sliding_window=-1,
+        block_table=table, softcap=0, scheduler_metadata=metadata, s_aux=None)
+    plan = pk.plan_batch(starts.long(), seq_lens.long(), table, BLOCK, dtype)
+    got = pk.paged_attention(query, ours, table, plan, head_size**-0.5)
+    torch.testing.assert_close(got.float(), want.float(), atol=tol, rtol=tol)

@@ -1,0 +1,62 @@
+"""`register()` in this process: what it installs, that it is idempotent, and that it can be undone."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("vllm")
+
+from vllm.model_executor.custom_op import op_registry_oot  # noqa: E402
+from vllm.v1.attention.backends.registry import AttentionBackendEnum  # noqa: E402
+
+from ascend_backend import vllm_plugin  # noqa: E402
+from ascend_backend.registry import REGISTRY  # noqa: E402
+from ascend_backend.vllm_plugin.attention import BACKEND_PATH, AscendBackendAttentionBackend  # noqa: E402
+from ascend_backend.vllm_plugin.custom_ops import LAYER_OVERRIDES  # noqa: E402
+
+
+@pytest.fixture
+def clean_plugin_state(monkeypatch):
+    for name in ("ASCEND_BACKEND_FAULT", "ASCEND_BACKEND_DISABLED_OPS", "ASCEND_BACKEND_STATS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    vllm_plugin.uninstall()
+    yield monkeypatch
+    vllm_plugin.uninstall()
+    REGISTRY.reset_stats()
+
+
+def test_register_installs_layers_and_attention_once_and_uninstall_undoes_it(clean_plugin_state):
+    vllm_plugin.register()
+    vllm_plugin.register()  # vLLM may load general plugins more than once per process
+    assert all(op_registry_oot[o.layer] is o.cls for o in LAYER_OVERRIDES)
+    assert AttentionBackendEnum.CPU_ATTN.get_path() == BACKEND_PATH
+    assert AttentionBackendEnum.CPU_ATTN.get_class() is AscendBackendAttentionBackend
+    vllm_plugin.uninstall()
+    assert not any(o.layer in op_registry_oot for o in LAYER_OVERRIDES)
+    assert not AttentionBackendEnum.CPU_ATTN.is_overridden()
+
+
+def test_disabled_ops_env_keeps_vllm_attention_and_norm(clean_plugin_state):
+    clean_plugin_state.setenv("ASCEND_BACKEND_DISABLED_OPS", "attention,rms_norm")
+    vllm_plugin.register()
+    assert "RMSNorm" not in op_registry_oot and "SiluAndMul" in op_registry_oot
+    assert not AttentionBackendEnum.CPU_ATTN.is_overridden()
+
+
+def test_fault_env_is_armed_once_per_process(clean_plugin_state):
+    spec = "rms_norm:nan:call=2"
+    clean_plugin_state.setenv("ASCEND_BACKEND_FAULT", spec)
+    vllm_plugin.register()
+    vllm_plugin.register()
+    handles = vllm_plugin.arm_faults_from_env(spec)
+    try:
+        REGISTRY.reset_stats()
+        x, w = torch.randn(2, 8), torch.ones(8)
+        outs = [REGISTRY.dispatch("rms_norm", "cpu", x, w, 1e-6) for _ in range(3)]
+        assert [bool(o.isnan().any()) for o in outs] == [False, True, False]
+        assert REGISTRY.stats()["rms_norm"] == {"native": 3, "faulted": 1}  # armed twice would fault twice
+    finally:
+        for handle in handles:
+            REGISTRY.disarm(handle)
+        vllm_plugin.arm_faults_from_env.cache_clear()
