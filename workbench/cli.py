@@ -17,16 +17,23 @@ from workbench import verbs
 from workbench.errors import WorkbenchError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _verb_modules() -> dict[str, str]:
+    """CLI verb -> module name ('compare-ops' -> 'compare_ops'), from the files in workbench/verbs."""
+    return {info.name.replace("_", "-"): info.name for info in pkgutil.iter_modules(verbs.__path__)}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every verb, or with just `only` (so `check` does not pay for torch and pandas)."""
     parser = argparse.ArgumentParser(
         prog="ascend-workbench",
         description="Ascend Porting Workbench: move a vLLM service from NVIDIA GPUs to Ascend NPUs.",
     )
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     subparsers.required = True
-    for info in sorted(pkgutil.iter_modules(verbs.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"workbench.verbs.{info.name}")
-        module.register(subparsers)
+    modules = _verb_modules()
+    for verb in sorted(modules):
+        if only is None or verb == only:
+            importlib.import_module(f"workbench.verbs.{modules[verb]}").register(subparsers)
     return parser
 
 
@@ -37,7 +44,9 @@ def _interrupt_on_sigterm(_signum: int, _frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    first = argv[0] if argv else None
+    args = build_parser(first if first in _verb_modules() else None).parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         return int(args.handler(args) or 0)
