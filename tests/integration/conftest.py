@@ -1,0 +1,66 @@
+"""Integration fixtures: one real vLLM CPU server on the tiny model, shared by the whole session.
+
+Every server these tests launch carries a per-session marker in its environment; at the end of the
+session no process with that marker may be alive (API server, EngineCore and workers alike), whatever
+the tests did to them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workbench.recipes import ServingRecipe, load_serving_recipe
+from workbench.server import Server, launch
+
+MARKER_VAR = "ASCEND_WORKBENCH_TEST_SESSION"
+
+
+def processes_with_marker(marker: str, variable: str = MARKER_VAR) -> list[int]:
+    """Live processes whose environment holds variable=marker (environ is inherited by children)."""
+    needle = f"{variable}={marker}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes():
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(scope="session")
+def session_marker() -> Iterator[str]:
+    marker = uuid.uuid4().hex
+    yield marker
+    assert processes_with_marker(marker) == [], "a vLLM process launched by the integration tests is still running"
+
+
+@pytest.fixture(scope="session")
+def server_env(session_marker: str) -> dict[str, str]:
+    """extra_env for every launch in these tests."""
+    return {MARKER_VAR: session_marker}
+
+
+@pytest.fixture(scope="session")
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("server-logs")
+
+
+@pytest.fixture(scope="session")
+def tiny_recipe() -> ServingRecipe:
+    return load_serving_recipe("cpu-tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tiny_recipe: ServingRecipe, server_env: dict[str, str], log_dir: Path) -> Iterator[Server]:
+    with launch(tiny_recipe, extra_env=server_env, log_dir=log_dir, progress=False) as server:
+        yield server
+    assert server.group_pids() == []

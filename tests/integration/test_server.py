@@ -1,0 +1,107 @@
+"""A real vLLM CPU server on the tiny model: start, health, stop; crash classes reproduced for real."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.integration.conftest import processes_with_marker
+from workbench.crash import CrashKind, ServerFailure
+from workbench.loadgen import Workload, run_load
+from workbench.server import launch, live_processes
+
+pytestmark = pytest.mark.integration
+CASE_VAR = "ASCEND_WORKBENCH_TEST_CASE"
+
+
+def test_started_server_is_healthy_and_serves_the_recipe_model(tiny_server):
+    assert httpx.get(f"{tiny_server.url}/health", timeout=10).status_code == 200
+    assert tiny_server.model == "tiny"
+    assert len(tiny_server.group_pids()) >= 2  # API server + EngineCore
+    assert tiny_server.diagnose() is None
+    assert "--block-size" in tiny_server.plan.argv
+
+
+def start_expecting_failure(recipe, server_env, log_dir):
+    """Launch a recipe that must fail; return the crash report after checking nothing of it survives."""
+    case = {**server_env, CASE_VAR: uuid.uuid4().hex}
+    try:
+        with launch(recipe, extra_env=case, log_dir=log_dir, progress=False, startup_timeout_s=900):
+            return None  # it started: the caller's assertion on the report fails
+    except ServerFailure as failure:
+        return failure.report
+    finally:
+        assert processes_with_marker(case[CASE_VAR], CASE_VAR) == []
+
+
+@pytest.fixture(scope="module")
+def failed_starts(tiny_recipe, server_env, log_dir, tmp_path_factory):
+    """The three bad recipes, started at the same time (each start is mostly single-threaded Python:
+    two cores take them about twice as fast together as one after another)."""
+    recipes = {
+        "block_size_16": tiny_recipe.with_overrides(engine={"block_size": 16}),
+        "missing_model": tiny_recipe.with_overrides(model=str(tmp_path_factory.mktemp("empty") / "no-such-model")),
+        # tiny: 4 layers x 2 KV heads x 64 dims x (K and V) x 4 bytes = 4 KiB per token; 1024 tokens need 4 MiB.
+        "kv_too_small": tiny_recipe.with_overrides(engine={"kv_cache_memory_bytes": "1MiB"}),
+    }
+    with ThreadPoolExecutor(max_workers=len(recipes)) as pool:
+        futures = {name: pool.submit(start_expecting_failure, r, server_env, log_dir) for name, r in recipes.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def test_block_size_16_on_cpu(failed_starts):
+    report = failed_starts["block_size_16"]
+    assert report is not None and report.kind is CrashKind.BLOCK_SIZE, report
+    assert "No common block size" in " ".join(report.evidence)
+    assert "multiple of 32" in report.fix
+
+
+def test_missing_model_path(failed_starts):
+    report = failed_starts["missing_model"]
+    assert report is not None and report.kind is CrashKind.MODEL_NOT_FOUND, report
+
+
+def test_kv_budget_too_small_for_max_model_len(failed_starts):
+    report = failed_starts["kv_too_small"]
+    assert report is not None and report.kind is CrashKind.KV_MEMORY, report
+    assert "max_model_len" in report.fix
+
+
+def test_server_killed_mid_load(tiny_recipe, server_env, log_dir):
+    workload = Workload(input_len=32, output_len=64, num_prompts=32, concurrency=8)
+    with launch(tiny_recipe, extra_env=server_env, log_dir=log_dir, progress=False) as server:
+        pgid = server.process.pid
+        box = {}
+        loader = threading.Thread(
+            target=lambda: box.setdefault("result", run_load(server.url, server.model, workload, progress=False))
+        )
+        loader.start()
+        deadline = time.monotonic() + 120
+        while not _running(server.url):
+            assert time.monotonic() < deadline, "load never reached the server"
+            time.sleep(0.2)
+        os.kill(server.process.pid, signal.SIGKILL)  # the API server only: its EngineCore is orphaned
+        loader.join(timeout=300)
+        report = server.diagnose()
+        assert report is not None and report.kind is CrashKind.KILLED and report.signal_name == "SIGKILL"
+    assert live_processes(pgid) == []
+    result = box["result"]
+    s = result.summary
+    assert s.sent == len(result.records) and s.completed + s.failed == s.sent
+    assert s.failed > 0
+    assert all(r.error for r in result.records if not r.success)
+
+
+def _running(url: str) -> bool:
+    """True once vLLM's metrics show at least one request running."""
+    for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
+        if line.startswith("vllm:num_requests_running") and float(line.rsplit(" ", 1)[1]) > 0:
+            return True
+    return False

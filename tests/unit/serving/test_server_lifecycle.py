@@ -1,0 +1,170 @@
+"""The launcher's process handling with real (small) processes: start, health, failure, stop the group.
+
+These do not start vLLM: the "server" is a few lines of Python that behave like the cases that matter
+(answers /health, crashes with a vLLM message, never becomes healthy, leaves children behind). vLLM
+itself is exercised in tests/integration.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.crash import CrashKind, ServerFailure
+from workbench.recipes import load_serving_recipe
+from workbench.server import (
+    LaunchPlan,
+    attach,
+    free_port,
+    launch_env,
+    live_processes,
+    plan_launch,
+    start,
+    stop_process_group,
+)
+
+FAKE_SERVER = textwrap.dedent(
+    """
+    import http.server, json, os, subprocess, sys
+    # A child in the same group, like vLLM's EngineCore: stopping the server must end it too.
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"{}" if self.path == "/health" else json.dumps({"data": [{"id": "fake", "root": "/nowhere"}]}).encode()
+            self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *args):
+            pass
+    print("INFO fake server up", flush=True)
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    """
+)
+
+
+def processes_running(needle: str) -> list[int]:
+    """Live processes whose command line contains `needle` (the fake server's unique script path)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and needle in (entry / "cmdline").read_text(errors="ignore"):
+                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def plan_for(tmp_path: Path, code: str, *args: str, timeout_s: float = 30.0) -> LaunchPlan:
+    port = free_port()
+    script = tmp_path / "server.py"
+    script.write_text(code)
+    return LaunchPlan(
+        recipe_name="fake",
+        argv=(sys.executable, str(script), str(port), *args),
+        env=(("PYTHONUNBUFFERED", "1"),),
+        host="127.0.0.1",
+        port=port,
+        log_path=tmp_path / "server.log",
+        startup_timeout_s=timeout_s,
+    )
+
+
+def test_start_attach_and_stop_whole_group(tmp_path):
+    server = start(plan_for(tmp_path, FAKE_SERVER), progress=False)
+    try:
+        assert server.model == "fake"
+        pids = server.group_pids()
+        assert len(pids) >= 2  # the server and its child
+        assert attach(server.url).model == "fake"
+        assert server.diagnose() is None
+    finally:
+        started = time.monotonic()
+        server.stop()
+    assert live_processes(server.process.pid) == []
+    assert processes_running(str(server.plan.argv[1])) == []
+    assert time.monotonic() - started < 30
+    assert "fake server up" in server.log_text()
+
+
+def test_crash_during_start_is_classified_and_cleaned_up(tmp_path):
+    code = "import sys; print('ValueError: No common block size for 16 (CPU_ATTN: [32]).'); sys.exit(1)"
+    plan = plan_for(tmp_path, code)
+    with pytest.raises(ServerFailure) as err:
+        start(plan, progress=False)
+    report = err.value.report
+    assert report.kind is CrashKind.BLOCK_SIZE and report.exit_code == 1 and report.log_path == plan.log_path
+    assert "block_size" in str(err.value)
+
+
+def test_death_by_signal_during_start(tmp_path):
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGBUS)"
+    with pytest.raises(ServerFailure) as err:
+        start(plan_for(tmp_path, code), progress=False)
+    assert err.value.report.kind is CrashKind.SHM and err.value.report.signal_name == "SIGBUS"
+
+
+def test_start_timeout_kills_the_group(tmp_path):
+    code = (
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, sys.argv[0], sys.argv[1], 'child']) if len(sys.argv) < 3 "
+        "else time.sleep(600); print('loading weights', flush=True); time.sleep(600)"
+    )
+    plan = plan_for(tmp_path, code, timeout_s=3)
+    with pytest.raises(ServerFailure) as err:
+        start(plan, progress=False)
+    assert err.value.report.kind is CrashKind.START_TIMEOUT
+    assert "loading weights" in err.value.report.evidence[0]
+    assert processes_running(str(plan.argv[1])) == []
+
+
+def test_stop_process_group_escalates_to_sigkill():
+    import subprocess
+
+    child = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    proc = subprocess.Popen([sys.executable, "-c", child], start_new_session=True)
+    time.sleep(0.5)
+    started = time.monotonic()
+    stop_process_group(proc, grace_s=1.0)
+    assert proc.returncode == -signal.SIGKILL
+    assert live_processes(proc.pid) == []
+    assert time.monotonic() - started < 10
+
+
+def test_plan_for_a_local_model(tmp_path):
+    recipe = load_serving_recipe("cpu-tiny").with_overrides(model=str(tmp_path), env={"EXTRA": "1"})
+    plan = plan_launch(
+        recipe, extra_env={"ASCEND_BACKEND_FAULT": "rms_norm:nan"}, extra_args=("--seed", "0"), log_dir=tmp_path
+    )
+    argv = list(plan.argv)
+    assert argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert argv[argv.index("--model") + 1] == str(tmp_path)
+    assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--port") + 1] == str(plan.port)
+    assert argv[argv.index("--block-size") + 1] == "32" and argv[-2:] == ["--seed", "0"]
+    env = dict(plan.env)
+    assert env["HF_HUB_OFFLINE"] == "1" and env["EXTRA"] == "1" and env["ASCEND_BACKEND_FAULT"] == "rms_norm:nan"
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "1" and env["VLLM_CPU_OMP_THREADS_BIND"]
+    assert plan.log_path.parent == tmp_path and plan.url == f"http://127.0.0.1:{plan.port}"
+
+
+def test_explicit_kv_bytes_beat_the_cpu_env_default(tmp_path):
+    recipe = load_serving_recipe("cpu-tiny").with_overrides(
+        model=str(tmp_path), engine={"kv_cache_memory_bytes": "4MiB"}
+    )
+    env = launch_env(recipe, True, {"VLLM_CPU_KVCACHE_SPACE": "2"})
+    assert "VLLM_CPU_KVCACHE_SPACE" not in env
+    npu = load_serving_recipe("ascend-7b-chat")
+    npu_env = launch_env(npu, True, None)
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in npu_env and npu_env["ASCEND_RT_VISIBLE_DEVICES"] == "0"
+
+
+def test_attach_to_nothing_says_what_to_check():
+    from workbench.errors import WorkbenchError
+
+    with pytest.raises(WorkbenchError, match="/health did not answer"):
+        attach(f"http://127.0.0.1:{free_port()}", timeout_s=1)
+    with pytest.raises(WorkbenchError, match="base URL"):
+        attach("127.0.0.1:8000")

