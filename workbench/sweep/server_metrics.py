@@ -187,11 +187,15 @@ class MetricsSampler:
             self.after = scrape(client, self.url)
 
     def _loop(self) -> None:
+        # Scrape first, then wait: a load shorter than one interval (a fast machine, a tiny workload)
+        # still gets a sample of the gauges.
         with httpx.Client() as client:
-            while not self._stop.wait(self.interval_s):
+            while True:
                 snapshot = scrape(client, self.url)
                 if snapshot is not None:
                     self.during.append(snapshot)
+                if self._stop.wait(self.interval_s):
+                    break
 
     def summary(self) -> dict[str, float | int | None]:
         return summarize_samples(self.before, self.during, self.after)
