@@ -198,30 +198,44 @@ def list_serving_recipes() -> list[str]:
     return sorted(p.stem for p in serving_dir().glob("*.yaml"))
 
 
-def resolve_serving_path(name_or_path: str | Path) -> Path:
-    """A recipe file from a path, or from a shipped name such as 'cpu-tiny'."""
+def resolve_recipe_path(directory: Path, name_or_path: str | Path, what: str) -> Path:
+    """A recipe file from a path, or from a name shipped in `directory` (e.g. 'cpu-tiny').
+
+    `what` names the kind in the error ("serving recipe", "sweep spec"), which also lists the shipped ones.
+    """
     path = Path(name_or_path).expanduser()
     if path.is_file():
         return path
-    shipped = serving_dir() / f"{path.stem if path.suffix in ('.yaml', '.yml') else name_or_path}.yaml"
+    shipped = directory / f"{path.stem if path.suffix in ('.yaml', '.yml') else name_or_path}.yaml"
     if shipped.is_file():
         return shipped
-    known = list_serving_recipes()
+    known = sorted(p.stem for p in directory.glob("*.yaml"))
     close = difflib.get_close_matches(path.stem, known, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    raise WorkbenchError(f"serving recipe {str(name_or_path)!r} not found (shipped: {', '.join(known)}){hint}")
+    raise WorkbenchError(f"{what} {str(name_or_path)!r} not found (shipped: {', '.join(known) or 'none'}){hint}")
 
 
-def load_serving_recipe(name_or_path: str | Path) -> ServingRecipe:
-    """Read and validate a serving recipe file; any problem is one WorkbenchError naming file and key."""
-    path = resolve_serving_path(name_or_path)
+def read_recipe_mapping(path: Path, what: str, required: str) -> dict[str, Any]:
+    """The YAML mapping in `path`, named after its file unless it names itself; one clear error otherwise."""
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise WorkbenchError(f"{path}: not valid YAML ({exc}); fix the syntax at the line shown") from None
     if not isinstance(data, dict):
-        raise WorkbenchError(f"{path}: a serving recipe is a mapping with at least 'name' and 'model'")
+        raise WorkbenchError(f"{path}: a {what} is a mapping with at least {required}")
     data.setdefault("name", path.stem)
+    return data
+
+
+def resolve_serving_path(name_or_path: str | Path) -> Path:
+    """A recipe file from a path, or from a shipped name such as 'cpu-tiny'."""
+    return resolve_recipe_path(serving_dir(), name_or_path, "serving recipe")
+
+
+def load_serving_recipe(name_or_path: str | Path) -> ServingRecipe:
+    """Read and validate a serving recipe file; any problem is one WorkbenchError naming file and key."""
+    path = resolve_serving_path(name_or_path)
+    data = read_recipe_mapping(path, "serving recipe", "'name' and 'model'")
     return _validate(ServingRecipe, data, path, source=path.resolve())
 
 

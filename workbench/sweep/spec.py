@@ -31,12 +31,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from workbench.errors import WorkbenchError
 from workbench.loadgen import SLO, Workload
-from workbench.recipes import Device, ServingRecipe, load_serving_recipe, parse_bytes
+from workbench.recipes import (
+    Device,
+    ServingRecipe,
+    load_serving_recipe,
+    parse_bytes,
+    read_recipe_mapping,
+    resolve_recipe_path,
+)
 from workbench.settings import recipes_dir
 
 PointId = str  # 16 hex digits of sha256; NewType adds nothing to a str that is only compared
@@ -359,28 +365,13 @@ def list_sweep_specs() -> list[str]:
 
 def resolve_spec_path(name_or_path: str | Path) -> Path:
     """A spec file from a path, or from a shipped name such as 'cpu-tiny'."""
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
-        return path
-    shipped = sweeps_dir() / f"{path.stem}.yaml"
-    if path.parent == Path(".") and shipped.is_file():
-        return shipped
-    known = list_sweep_specs()
-    close = difflib.get_close_matches(path.stem, known, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    raise WorkbenchError(f"sweep spec {str(name_or_path)!r} not found (shipped: {', '.join(known) or 'none'}){hint}")
+    return resolve_recipe_path(sweeps_dir(), name_or_path, "sweep spec")
 
 
 def load_sweep_spec(name_or_path: str | Path) -> SweepSpec:
     """Read and validate a sweep spec; check that its base recipe loads and fits the device."""
     path = resolve_spec_path(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise WorkbenchError(f"{path}: not valid YAML ({exc}); fix the syntax at the line shown") from None
-    if not isinstance(data, dict):
-        raise WorkbenchError(f"{path}: a sweep spec is a mapping with at least 'name', 'base' and 'workload'")
-    data.setdefault("name", path.stem)
+    data = read_recipe_mapping(path, "sweep spec", "'name', 'base' and 'workload'")
     spec = parse_sweep_spec(data, path)
     base = load_base_recipe(spec)
     check_budget_keys(spec, base)
