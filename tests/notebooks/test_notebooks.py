@@ -27,3 +27,16 @@ def test_notebook_executes(path, tmp_path):
     nb = nbformat.read(out, as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert errors == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_parameter_is_visible_to_papermill(path):
+    """papermill silently drops a parameter whose line it cannot parse (e.g. '=' in its comment);
+    then `ascend-workbench run -p NAME=VALUE` could not override it."""
+    import ast
+
+    import nbformat
+
+    cell = next(c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+    assigned = {t.id for node in ast.parse(cell.source).body if isinstance(node, ast.Assign) for t in node.targets}
+    assert assigned == set(papermill.inspect_notebook(str(path)))
