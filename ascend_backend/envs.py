@@ -28,6 +28,19 @@ def _flag(raw: str) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _auto_on_off(name: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value in {"", "auto"}:
+            return "auto"
+        if value in {"1", "true", "yes", "on"}:
+            return "on"
+        if value in {"0", "false", "no", "off"}:
+            return "off"
+        raise ValueError(f"{name}={raw!r} is not understood; use auto, on or off")
+    return parse
+
+
 @dataclass(frozen=True)
 class EnvVar:
     name: str
@@ -78,6 +91,13 @@ ENV_VARS: tuple[EnvVar, ...] = (
         str,
         "Path prefix where each process writes its op call statistics as JSON at exit "
         "(<prefix>.<pid>.json), so call counts can be read from outside a server.",
+    ),
+    EnvVar(
+        "ASCEND_BACKEND_FUSED_DECODE",
+        "auto",
+        _auto_on_off("ASCEND_BACKEND_FUSED_DECODE"),
+        "CPU paged decode through one Inductor-compiled gather-and-attend kernel: auto (when a call reads "
+        "at least 1 MiB of K/V and a C++ compiler works), on (every call), off (eager PyTorch only).",
     ),
 )
 

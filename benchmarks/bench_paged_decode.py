@@ -6,7 +6,9 @@
 The batch: `num_seqs` sequences of `context` tokens, stored block by block in a paged cache whose
 blocks are handed out in shuffled order (as a block manager does after some churn). Candidates:
 
-- native: `ascend_backend.attention.paged_decode_attention` (the registry's choice on CPU);
+- native: `ascend_backend.attention.paged_decode_attention` (the registry's choice on CPU: the fused
+  Inductor kernel when a C++ compiler works; its one-time compile happens in the warm-up);
+- native_eager: the same op with ASCEND_BACKEND_FUSED_DECODE=off (gather tiles + batched matmuls);
 - sdpa_dense: `scaled_dot_product_attention(..., enable_gqa=True)` on the same K/V already laid out
   densely as [num_seqs, kv_heads, context, head_size] (the baseline: no paging cost at all);
 - vllm_cpu: vLLM's `cpu_attention_with_kv_cache` on the same data in vLLM's CPU cache layout;
@@ -21,6 +23,7 @@ Target: native <= 1.5x sdpa_dense in fp32 and bf16, and within 2.5x of vllm_cpu.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -32,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from ascend_backend.attention import paged_decode_attention
+from ascend_backend.attention.fused_decode import failure as fused_decode_failure
 
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 4e-3}
 TARGET_VS_SDPA = 1.5
@@ -89,6 +93,21 @@ def reference_f64(batch: Batch) -> torch.Tensor:
 def native(batch: Batch) -> Callable[[], torch.Tensor]:
     return lambda: paged_decode_attention(batch.query, batch.kv_cache, batch.block_tables,
                                           batch.context_lens, batch.scale)
+
+
+def native_eager(batch: Batch) -> Callable[[], torch.Tensor]:
+    def run() -> torch.Tensor:
+        saved = os.environ.get("ASCEND_BACKEND_FUSED_DECODE")
+        os.environ["ASCEND_BACKEND_FUSED_DECODE"] = "off"
+        try:
+            return paged_decode_attention(batch.query, batch.kv_cache, batch.block_tables,
+                                          batch.context_lens, batch.scale)
+        finally:
+            if saved is None:
+                del os.environ["ASCEND_BACKEND_FUSED_DECODE"]
+            else:
+                os.environ["ASCEND_BACKEND_FUSED_DECODE"] = saved
+    return run
 
 
 def sdpa_dense(batch: Batch) -> Callable[[], torch.Tensor]:
@@ -163,7 +182,7 @@ def time_interleaved(candidates: dict[str, Callable[[], torch.Tensor]], rounds: 
 
 def bench_dtype(shape: Shape, dtype: torch.dtype, rounds: int, with_naive: bool) -> bool:
     batch = make_batch(shape, dtype)
-    candidates = {"native": native(batch), "sdpa_dense": sdpa_dense(batch)}
+    candidates = {"native": native(batch), "native_eager": native_eager(batch), "sdpa_dense": sdpa_dense(batch)}
     if with_naive:
         candidates["gather_sdpa"] = gather_sdpa(batch, shape)
     vllm_run, vllm_note = vllm_cpu(batch, shape)
@@ -181,6 +200,8 @@ def bench_dtype(shape: Shape, dtype: torch.dtype, rounds: int, with_naive: bool)
     if not agree:
         print("   outputs disagree: not timing")
         return False
+    if fused_decode_failure():
+        print(f"   fused kernel unavailable here ({fused_decode_failure()}): native is the eager path")
 
     times = time_interleaved(candidates, rounds)
     best = {name: min(ts) for name, ts in times.items()}
@@ -218,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     shape = Shape(args.num_seqs, args.num_heads, args.num_kv_heads, args.head_size, args.context, args.block_size)
     print(f"paged decode: {shape}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"fused decode: ASCEND_BACKEND_FUSED_DECODE={os.environ.get('ASCEND_BACKEND_FUSED_DECODE', 'auto')}")
     ok = all(bench_dtype(shape, getattr(torch, name), args.rounds, args.with_naive) for name in args.dtypes)
     return 0 if ok else 1
 

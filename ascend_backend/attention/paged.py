@@ -5,7 +5,10 @@ is also the serving path, so it has to be fast as well as exact:
 
 - Logits, softmax and the weighted sum of values are computed in float32 for every input dtype
   (fp16/bf16 tiles are upcast after they are gathered), as vLLM's kernels do; outputs are cast back.
-- Decode never materialises a dense copy of the whole batch's K/V. Sequences are sorted by length
+- Decode on CPU, when the call is big enough, runs `fused_decode`: the same maths compiled by
+  Inductor into one loop that reads K/V straight from the blocks. Otherwise (small calls, other
+  devices, no C++ compiler) the eager tiles below serve.
+- Eager decode never materialises a dense copy of the whole batch's K/V. Sequences are sorted by length
   and cut into tiles of a few MiB; each tile gathers its blocks with one `index_select` (the block
   table may be shuffled and non-contiguous) and runs two batched matmuls per KV head while the tile is still in
   cache. A sequence too long for one tile is split over several, merged with log-sum-exp weights.
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ascend_backend.attention import fused_decode
 from ascend_backend.attention.layout import KVCacheDims
 from ascend_backend.registry import REGISTRY, Backend
 
@@ -178,6 +182,11 @@ def paged_decode_attention_native(
     group = _check_heads(query, dims)
     lens = [int(n) for n in context_lens.tolist()]
     _check_lengths(lens, block_tables, dims, "context_lens")
+    if fused_decode.use_fused(query.device, len(lens), max(lens), dims.num_kv_heads, dims.head_size):
+        q = (query.float() * scale).view(len(lens), dims.num_kv_heads, group, dims.head_size)
+        out = fused_decode.fused_decode(q, kv_cache[0], kv_cache[1], block_tables.long(), lens)
+        if out is not None:
+            return out.view_as(query).to(query.dtype)
     block_bytes = dims.block_size * dims.num_kv_heads * dims.head_size * 4
     groups = plan_decode_tiles(lens, dims.block_size, max(1, DECODE_TILE_BYTES // block_bytes))
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ascend_backend.attention import fused_decode
 from ascend_backend.registry import REGISTRY, Backend
 
 KV_WRITE_OP = "vllm_cpu_kv_write"
@@ -83,6 +84,8 @@ class PagedBatchPlan:
     decode_tokens: torch.Tensor  # [Bd] int64: token index in the batch of each one-token request
     decode_in_order: bool  # decode_tokens == 0..Bd-1: results need no scatter
     decode: ContextIndex | None  # contexts of the decode requests; None when there are none
+    decode_tables: torch.Tensor | None  # [Bd, max_blocks] int64 block-table rows of the decode requests
+    decode_lens: tuple[int, ...]  # [Bd] context length of each decode request
     fresh: FreshPrefills | None  # prefills without a cached prefix, batched; None when there are none
     prefills: tuple[PrefillSpan, ...]  # chunks that continue a cached context, one call each
 
@@ -123,14 +126,17 @@ def plan_batch(
         elif end > start:
             context = context_index(block_table[request : request + 1], seq_lens[request : request + 1], block_size, dtype)
             prefills.append(PrefillSpan(start, end, seq_len, context))
-    decode = None
+    decode, decode_tables = None, None
     if decodes:
         rows = torch.tensor(decodes)
-        decode = context_index(block_table[rows], seq_lens[rows], block_size, dtype)
+        decode_tables = block_table[rows].long()
+        decode = context_index(decode_tables, seq_lens[rows], block_size, dtype)
     return PagedBatchPlan(
         decode_tokens=torch.tensor(decode_tokens, dtype=torch.long),
         decode_in_order=decode_tokens == list(range(len(decode_tokens))),
         decode=decode,
+        decode_tables=decode_tables,
+        decode_lens=tuple(lens[r] for r in decodes),
         fresh=_fresh_prefills(fresh, starts, seq_lens, block_table, block_size, dtype) if fresh else None,
         prefills=tuple(prefills),
     )
@@ -205,10 +211,10 @@ def paged_attention_native(
     # implementation (an NPU kernel reads it directly) takes vLLM's metadata as is.
     cache = _split_view(kv_cache)  # [nb, Hk, 2, bs, D]
     if plan.decode is not None and plan.decode_in_order and plan.fresh is None and not plan.prefills:
-        return _decode(query, cache, plan.decode, scale)  # the common pure-decode step: no scatter
+        return _decode(query, cache, plan, scale)  # the common pure-decode step: no scatter
     out = torch.empty_like(query)  # [N, Hq, D]
     if plan.decode is not None:
-        out[plan.decode_tokens] = _decode(query[plan.decode_tokens], cache, plan.decode, scale)
+        out[plan.decode_tokens] = _decode(query[plan.decode_tokens], cache, plan, scale)
     if plan.fresh is not None:
         out[plan.fresh.tokens] = _fresh(query, cache, plan.fresh, scale)
     for span in plan.prefills:
@@ -223,13 +229,24 @@ def _gather_context(cache: torch.Tensor, index: ContextIndex) -> tuple[torch.Ten
     return picked[:, :, 0], picked[:, :, 1]
 
 
-def _decode(query: torch.Tensor, cache: torch.Tensor, index: ContextIndex, scale: float) -> torch.Tensor:
-    # query: [Bd, Hq, D] -> [Bd, Hq, D]; all decode requests in one padded SDPA call.
+def _decode(query: torch.Tensor, cache: torch.Tensor, plan: PagedBatchPlan, scale: float) -> torch.Tensor:
+    # query: [Bd, Hq, D] -> [Bd, Hq, D]
+    batch, q_heads, head_size = query.shape
+    kv_heads = cache.shape[1]
+    if fused_decode.use_fused(query.device, batch, max(plan.decode_lens), kv_heads, head_size):
+        # The fused kernel shared with ascend_backend.attention, on [nb, bs, Hk, D] views of this layout.
+        q = (query.float() * scale).view(batch, kv_heads, q_heads // kv_heads, head_size)
+        keys = cache[:, :, 0].permute(0, 2, 1, 3)
+        values = cache[:, :, 1].permute(0, 2, 1, 3)
+        out = fused_decode.fused_decode(q, keys, values, plan.decode_tables, list(plan.decode_lens))
+        if out is not None:
+            return out.view(batch, q_heads, head_size).to(query.dtype)
+    # Eager: all decode requests in one padded SDPA call.
+    index = plan.decode
     keys, values = _gather_context(cache, index)  # [Bd, Hk, L, D]
     # Grouped-query trick: query head h reads kv head h // group, so the `group` query heads of one kv
     # head are `group` query rows against the same keys: [Bd, Hq, D] -> [Bd, Hk, group, D]. One query
     # token per request means no causal mask is needed, only the padding mask.
-    batch, q_heads, head_size = query.shape
     grouped = query.reshape(batch, keys.shape[1], q_heads // keys.shape[1], head_size)
     out = F.scaled_dot_product_attention(grouped, keys, values, attn_mask=index.mask, scale=scale)
     return out.reshape(batch, q_heads, head_size)

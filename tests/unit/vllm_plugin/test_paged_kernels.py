@@ -13,6 +13,16 @@ from ascend_backend.vllm_plugin import paged_kernels as pk
 BLOCK = 32
 
 
+@pytest.fixture(params=["eager", "fused"])
+def decode_path(request, monkeypatch):
+    """Decodes run through the eager SDPA path or the Inductor-fused kernel shared with ascend_backend."""
+    monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "off" if request.param == "eager" else "on")
+    yield request.param
+    if request.param == "fused":
+        from ascend_backend.attention import fused_decode
+        assert fused_decode.failure() is None, fused_decode.failure()
+
+
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
     """q: [q, Hq, D] for the last q positions of a context k, v: [L, Hk, D] -> [q, Hq, D], float64 loops."""
     q, k, v = q.double(), k.double(), v.double()
@@ -67,7 +77,7 @@ def test_kv_write_matches_vllm_split_of_the_same_tensor():
 
 
 @pytest.mark.parametrize("q_heads,kv_heads", [(4, 4), (6, 2)])
-def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_heads, kv_heads):
+def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_heads, kv_heads, decode_path):
     torch.manual_seed(1)
     head_size = 16
     # decodes at 1, 45 and 64; fresh prefills of 40 and 7 (batched, padded); a chunk of 5 ending at 37
@@ -89,7 +99,7 @@ def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_he
         torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
 
 
-def test_bfloat16_cache_stays_close_to_float64():
+def test_bfloat16_cache_stays_close_to_float64(decode_path):
     torch.manual_seed(2)
     contexts = [(torch.randn(40, 2, 32), torch.randn(40, 2, 32))]
     cache, table = fill_cache(contexts, 2, 32, num_blocks=4)
@@ -119,7 +129,7 @@ def test_calls_are_counted_and_a_fault_on_attention_reaches_the_output():
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-6), (torch.bfloat16, 8e-3)])
-def test_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, tol):
+def test_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, tol, decode_path):
     """vLLM's C++ kernel reads its own (ISA-packed) cache; ours reads ours; same K/V, same answer."""
     pytest.importorskip("vllm")
     from vllm import _custom_ops as vllm_ops
