@@ -19,6 +19,10 @@ off chooses (see `ascend_backend.envs`).
 Cache views: the kernel takes key and value caches as [num_blocks, block_size, kv_heads, head_size]
 with any strides, so the backend's layout (`kv_cache[0]`, `kv_cache[1]`) and vLLM's CPU layout (a
 permuted view of `[num_blocks, kv_heads, 2, block_size, head_size]`) share it without copies.
+
+Where each context token lives (`DecodeIndex`) is computed once from the block tables — once per
+engine step in the vLLM plugin, shared by every layer — so the kernel's inner loops only load two
+precomputed indices per token instead of redoing the block arithmetic.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -48,25 +53,70 @@ _compiled: Callable[..., torch.Tensor] | None = None
 _failed: str | None = None  # why compiling failed in this process; None while it has not
 
 
+@dataclass(frozen=True)
+class DecodeBucket:
+    """Sequences decoded by one kernel call, padded to the longest of them."""
+
+    rows: torch.Tensor | None  # [b] int64 positions of these sequences in the batch; None = all, in order
+    blocks: torch.Tensor       # [b, T] int64 physical block of each context token (padding: own token 0)
+    offsets: torch.Tensor      # [b, T] int64 offset in that block
+    lens: torch.Tensor         # [b] int64 context length
+
+
+@dataclass(frozen=True)
+class DecodeIndex:
+    """Where every decode sequence's context tokens live in the paged cache, in length buckets."""
+
+    num_seqs: int
+    buckets: tuple[DecodeBucket, ...]
+
+
+def build_decode_index(
+    block_tables: torch.Tensor,  # [S, max_blocks] int32/int64
+    context_lens: list[int],     # [S] tokens in the cache per sequence, each >= 1
+    block_size: int,
+    num_blocks: int | None = None,  # cache size, to vet the table; None when the table is trusted (vLLM's)
+) -> DecodeIndex:
+    """Token locations for `decode_math`, bucketed by length (see `length_buckets`).
+
+        block_size 4, one table row [7, 2], context 6:
+        blocks  [7, 7, 7, 7, 2, 2]   offsets [0, 1, 2, 3, 0, 1]
+        in a bucket padded to 8 tokens: blocks [7, 7, 7, 7, 2, 2, 7, 7], offsets [..., 0, 1, 0, 0]
+    """
+    blocks_per_seq = [-(-n // block_size) for n in context_lens]
+    tables = block_tables.long()
+    if num_blocks is not None:
+        _check_tables(tables, blocks_per_seq, num_blocks)
+    groups = length_buckets(blocks_per_seq)
+    buckets = []
+    for group in groups:
+        rows = None if len(groups) == 1 else torch.tensor(group, dtype=torch.long, device=tables.device)
+        table = tables if rows is None else tables.index_select(0, rows)
+        lens = torch.tensor([context_lens[r] for r in group], dtype=torch.long, device=tables.device)
+        longest = max(context_lens[r] for r in group)
+        slots = torch.arange(longest, device=tables.device)              # [T]
+        valid = slots[None, :] < lens[:, None]                           # [b, T]
+        slots = torch.where(valid, slots, 0)                             # padding -> the sequence's token 0
+        blocks = torch.gather(table, 1, slots // block_size)
+        buckets.append(DecodeBucket(rows, blocks, slots % block_size, lens))
+    return DecodeIndex(len(context_lens), tuple(buckets))
+
+
 def decode_math(
     query: torch.Tensor,          # [S, kv_heads, group, head_size] float32, already multiplied by the scale
     key_cache: torch.Tensor,      # [num_blocks, block_size, kv_heads, head_size], any float dtype and strides
     value_cache: torch.Tensor,    # same shape and dtype as key_cache
-    block_tables: torch.Tensor,   # [S, max_blocks] int64
-    context_lens: torch.Tensor,   # [S] int64, 1 <= context_lens[s] <= max_blocks * block_size
+    blocks: torch.Tensor,         # [S, T] int64 block of each context token; padding -> a valid row
+    offsets: torch.Tensor,        # [S, T] int64 offset in that block
+    context_lens: torch.Tensor,   # [S] int64; tokens t >= context_lens[s] are padding
 ) -> torch.Tensor:                # [S, kv_heads, group, head_size] float32
     """Softmax(q . K^T) V per sequence over its paged context, written for Inductor to fuse.
 
-    Every token slot t of a sequence reads cache row (block_tables[s, t // block_size], t % block_size).
-    Slots past the context are redirected to the sequence's own token 0 and masked to -inf: padding
-    entries of a block table are never dereferenced, whatever they hold, and no slot outside the
-    sequence is read (a NaN left there by an earlier request would survive a zero weight: 0 * NaN).
+    Padding slots point at the sequence's own token 0 (see `build_decode_index`) and are masked to
+    -inf, so no slot outside the sequence is read: a NaN left in another block by an earlier request
+    would survive a zero weight (0 * NaN).
     """
-    block_size = key_cache.shape[1]
-    slots = torch.arange(block_tables.shape[1] * block_size, device=query.device)  # [T]
-    valid = slots[None, :] < context_lens[:, None]                                 # [S, T]
-    blocks = torch.where(valid, block_tables[:, slots // block_size], block_tables[:, :1])  # [S, T]
-    offsets = torch.where(valid, slots % block_size, 0)                            # [S, T]
+    valid = torch.arange(blocks.shape[1], device=query.device)[None, :] < context_lens[:, None]  # [S, T]
     keys = key_cache[blocks, offsets].float()                                      # [S, T, kv_heads, D]
     scores = (query[:, None] * keys[:, :, :, None, :]).sum(-1)                     # [S, T, kv_heads, group]
     scores = scores.masked_fill(~valid[:, :, None, None], float("-inf"))
@@ -103,50 +153,41 @@ def _kernel() -> Callable[..., torch.Tensor]:
             # graph; past Dynamo's default of 8 per function it would silently run the unfused maths
             # eagerly. A process meeting more (a test session, a notebook sweeping shapes) is legitimate.
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
-            # Bounds asserts on the indirect loads are dropped: decode_math redirects every slot past
-            # the context to the sequence's first block, and _check_tables vets every block it uses.
+            # Bounds asserts on the indirect loads are dropped: every index comes from
+            # build_decode_index, which redirects padding to real tokens and vets the block ids.
             _compiled = torch.compile(decode_math, options={"assert_indirect_indexing": False})
         return _compiled
 
 
-def _mark_dynamic(tensors: tuple[torch.Tensor, ...]) -> None:
-    # Batch, blocks per sequence and cache blocks vary from call to call; heads, head size and block
-    # size do not, and keeping them static lets Inductor unroll the head-size loop.
-    query, key_cache, value_cache, block_tables, context_lens = tensors
-    for tensor, dims in ((query, (0,)), (key_cache, (0,)), (value_cache, (0,)), (block_tables, (0, 1)),
-                         (context_lens, (0,))):
+def _call(kernel: Callable[..., torch.Tensor], *args: torch.Tensor) -> torch.Tensor:
+    # Batch, context length and cache blocks vary from call to call; heads, head size and block size
+    # do not, and keeping them static lets Inductor unroll the head-size loop.
+    query, key_cache, value_cache, blocks, offsets, lens = args
+    for tensor, dims in ((query, (0,)), (key_cache, (0,)), (value_cache, (0,)), (blocks, (0, 1)),
+                         (offsets, (0, 1)), (lens, (0,))):
         for dim in dims:
             torch._dynamo.maybe_mark_dynamic(tensor, dim)
+    return kernel(*args)
 
 
 def fused_decode(
     query: torch.Tensor,          # [S, kv_heads, group, head_size] float32, scaled
     key_cache: torch.Tensor,      # [num_blocks, block_size, kv_heads, head_size]
     value_cache: torch.Tensor,
-    block_tables: torch.Tensor,   # [S, max_blocks] int64, only the first ceil(len / block_size) read
-    context_lens: list[int],      # [S] tokens per sequence
+    index: DecodeIndex,
 ) -> torch.Tensor | None:         # [S, kv_heads, group, head_size] float32, or None: use the eager path
-    """Run the compiled kernel over length buckets; None if compiling fails (logged once)."""
+    """Run the compiled kernel bucket by bucket; None if compiling fails (logged once)."""
     global _failed
-    block_size = key_cache.shape[1]
-    blocks = [-(-n // block_size) for n in context_lens]
-    lens = torch.tensor(context_lens, dtype=torch.long, device=query.device)
-    _check_tables(block_tables, blocks, key_cache.shape[0])
     try:
         kernel = _kernel()
-        buckets = length_buckets(blocks)
-        if len(buckets) == 1:
-            args = (query, key_cache, value_cache, block_tables[:, : max(blocks)], lens)
-            _mark_dynamic(args)
-            return kernel(*args)
+        if len(index.buckets) == 1 and index.buckets[0].rows is None:
+            bucket = index.buckets[0]
+            return _call(kernel, query, key_cache, value_cache, bucket.blocks, bucket.offsets, bucket.lens)
         out = torch.empty_like(query)
-        for rows in buckets:
-            index = torch.tensor(rows, dtype=torch.long, device=query.device)
-            width = max(blocks[r] for r in rows)
-            args = (query.index_select(0, index), key_cache, value_cache,
-                    block_tables.index_select(0, index)[:, :width], lens.index_select(0, index))
-            _mark_dynamic(args)
-            out.index_copy_(0, index, kernel(*args))
+        for bucket in index.buckets:
+            part = _call(kernel, query.index_select(0, bucket.rows), key_cache, value_cache,
+                         bucket.blocks, bucket.offsets, bucket.lens)
+            out.index_copy_(0, bucket.rows, part)
         return out
     except Exception as exc:  # noqa: BLE001 - any compiler/toolchain failure means: keep the eager path
         with _lock:

@@ -184,7 +184,8 @@ def paged_decode_attention_native(
     _check_lengths(lens, block_tables, dims, "context_lens")
     if fused_decode.use_fused(query.device, len(lens), max(lens), dims.num_kv_heads, dims.head_size):
         q = (query.float() * scale).view(len(lens), dims.num_kv_heads, group, dims.head_size)
-        out = fused_decode.fused_decode(q, kv_cache[0], kv_cache[1], block_tables.long(), lens)
+        index = fused_decode.build_decode_index(block_tables, lens, dims.block_size, dims.num_blocks)
+        out = fused_decode.fused_decode(q, kv_cache[0], kv_cache[1], index)
         if out is not None:
             return out.view_as(query).to(query.dtype)
     block_bytes = dims.block_size * dims.num_kv_heads * dims.head_size * 4

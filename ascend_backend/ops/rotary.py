@@ -47,19 +47,26 @@ def rotary_embedding(
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: int, is_neox: bool) -> torch.Tensor:
-    # x: [T, H*D] or [T, H, D]; cos/sin: [T, rd/2] float32
+    # x: [T, H*D] or [T, H, D]; cos/sin: [T, rd/2] float32. The maths is float32 for every dtype.
+    # Few, in-place steps on purpose: inside a serving engine this runs once per layer and step, and
+    # each extra PyTorch call costs microseconds on small batches.
     shape, dtype = x.shape, x.dtype
-    rotary_dim = 2 * cos.shape[-1]
+    half = cos.shape[-1]
+    rotary_dim = 2 * half
     heads = x.reshape(shape[0], -1, head_size)  # [T, H, D]
-    rot, rest = heads[..., :rotary_dim].float(), heads[..., rotary_dim:]
-    c, s = cos[:, None, :], sin[:, None, :]  # [T, 1, rd/2]
-    if is_neox:
-        x1, x2 = rot.chunk(2, dim=-1)
-        out = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+    if rotary_dim < head_size:  # partial rotary: the tail of each head passes through unchanged
+        out = heads.to(torch.float32, copy=True)
     else:
-        x1, x2 = rot[..., 0::2], rot[..., 1::2]
-        out = torch.stack([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).flatten(-2)
-    return torch.cat([out.to(dtype), rest], dim=-1).reshape(shape)
+        out = torch.empty(heads.shape, dtype=torch.float32, device=x.device)
+    c, s = cos[:, None, :], sin[:, None, :]     # [T, 1, rd/2]
+    if is_neox:   # pairs (i, i + rd/2)
+        first, second = slice(0, half), slice(half, rotary_dim)
+    else:         # pairs (2i, 2i + 1)
+        first, second = slice(0, rotary_dim, 2), slice(1, rotary_dim, 2)
+    x1, x2 = heads[..., first].float(), heads[..., second].float()
+    torch.mul(x1, c, out=out[..., first]).addcmul_(x2, s, value=-1)  # x1 c - x2 s
+    torch.mul(x2, c, out=out[..., second]).addcmul_(x1, s)           # x2 c + x1 s
+    return out.to(dtype).reshape(shape)
 
 
 @REGISTRY.register("rotary_embedding", Backend.NATIVE, doc="RoPE, neox (halves) or gpt-j (interleaved)")

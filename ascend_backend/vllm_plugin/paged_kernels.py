@@ -84,8 +84,8 @@ class PagedBatchPlan:
     decode_tokens: torch.Tensor  # [Bd] int64: token index in the batch of each one-token request
     decode_in_order: bool  # decode_tokens == 0..Bd-1: results need no scatter
     decode: ContextIndex | None  # contexts of the decode requests; None when there are none
-    decode_tables: torch.Tensor | None  # [Bd, max_blocks] int64 block-table rows of the decode requests
-    decode_lens: tuple[int, ...]  # [Bd] context length of each decode request
+    decode_index: fused_decode.DecodeIndex | None  # the decodes' token locations for the fused kernel
+    decode_longest: int  # longest decode context (0 when there are no decodes)
     fresh: FreshPrefills | None  # prefills without a cached prefix, batched; None when there are none
     prefills: tuple[PrefillSpan, ...]  # chunks that continue a cached context, one call each
 
@@ -126,17 +126,18 @@ def plan_batch(
         elif end > start:
             context = context_index(block_table[request : request + 1], seq_lens[request : request + 1], block_size, dtype)
             prefills.append(PrefillSpan(start, end, seq_len, context))
-    decode, decode_tables = None, None
+    decode, decode_index = None, None
     if decodes:
         rows = torch.tensor(decodes)
-        decode_tables = block_table[rows].long()
+        decode_tables = block_table[rows]
         decode = context_index(decode_tables, seq_lens[rows], block_size, dtype)
+        decode_index = fused_decode.build_decode_index(decode_tables, [lens[r] for r in decodes], block_size)
     return PagedBatchPlan(
         decode_tokens=torch.tensor(decode_tokens, dtype=torch.long),
         decode_in_order=decode_tokens == list(range(len(decode_tokens))),
         decode=decode,
-        decode_tables=decode_tables,
-        decode_lens=tuple(lens[r] for r in decodes),
+        decode_index=decode_index,
+        decode_longest=max((lens[r] for r in decodes), default=0),
         fresh=_fresh_prefills(fresh, starts, seq_lens, block_table, block_size, dtype) if fresh else None,
         prefills=tuple(prefills),
     )
@@ -233,12 +234,12 @@ def _decode(query: torch.Tensor, cache: torch.Tensor, plan: PagedBatchPlan, scal
     # query: [Bd, Hq, D] -> [Bd, Hq, D]
     batch, q_heads, head_size = query.shape
     kv_heads = cache.shape[1]
-    if fused_decode.use_fused(query.device, batch, max(plan.decode_lens), kv_heads, head_size):
+    if fused_decode.use_fused(query.device, batch, plan.decode_longest, kv_heads, head_size):
         # The fused kernel shared with ascend_backend.attention, on [nb, bs, Hk, D] views of this layout.
         q = (query.float() * scale).view(batch, kv_heads, q_heads // kv_heads, head_size)
         keys = cache[:, :, 0].permute(0, 2, 1, 3)
         values = cache[:, :, 1].permute(0, 2, 1, 3)
-        out = fused_decode.fused_decode(q, keys, values, plan.decode_tables, list(plan.decode_lens))
+        out = fused_decode.fused_decode(q, keys, values, plan.decode_index)
         if out is not None:
             return out.view(batch, q_heads, head_size).to(query.dtype)
     # Eager: all decode requests in one padded SDPA call.

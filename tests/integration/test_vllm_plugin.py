@@ -2,7 +2,9 @@
 
 Five engines, two at a time (the whole module shares them):
   eager-off / compiled-off   VLLM_PLUGINS=""  (vLLM alone; also proves the allow-list switches us off)
-  eager-on  / compiled-on    the plugin, loaded through its entry point in every vLLM process
+  eager-on  / compiled-on    the plugin, loaded through its entry point in every vLLM process;
+                             eager-on forces the fused (Inductor) decode kernel for every decode call,
+                             compiled-on keeps the default, which at this batch size is the eager path
   fault                      eager, ASCEND_BACKEND_FAULT=rms_norm:nan:call=6 and
                              ASCEND_BACKEND_DISABLED_OPS=silu_and_mul
 Greedy outputs with the plugin must be token-identical to vLLM alone; the stats files must show calls
@@ -37,7 +39,8 @@ def runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[st
     workdir = tmp_path_factory.mktemp("plugin-runs")
     specs = [
         RunSpec("eager-off", smollm2, compiled=False, plugin=False, workdir=workdir, extra_env=server_env),
-        RunSpec("eager-on", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env=server_env),
+        RunSpec("eager-on", smollm2, compiled=False, plugin=True, workdir=workdir,
+                extra_env={**server_env, "ASCEND_BACKEND_FUSED_DECODE": "on"}),
         RunSpec("fault", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
             **server_env, "ASCEND_BACKEND_FAULT": f"rms_norm:nan:call={FAULT_CALL}",
             "ASCEND_BACKEND_DISABLED_OPS": "silu_and_mul"}),

@@ -136,6 +136,18 @@ def test_length_buckets_bound_the_padding():
         assert min(blocks[i] for i in bucket) >= fused_decode.BUCKET_FILL * max(blocks[i] for i in bucket)
 
 
+def test_decode_index_points_padding_at_the_sequences_own_first_token():
+    tables = torch.tensor([[7, 2, 9], [4, 0, 0]], dtype=torch.int32)
+    index = fused_decode.build_decode_index(tables, [6, 5], block_size=4)
+    (bucket,) = index.buckets  # 2 blocks each: one bucket, in batch order
+    assert bucket.rows is None and bucket.lens.tolist() == [6, 5]
+    assert bucket.blocks.tolist() == [[7, 7, 7, 7, 2, 2], [4, 4, 4, 4, 0, 4]]
+    assert bucket.offsets.tolist() == [[0, 1, 2, 3, 0, 1], [0, 1, 2, 3, 0, 0]]
+    split = fused_decode.build_decode_index(tables, [12, 1], block_size=4)  # 3 blocks vs 1: two buckets
+    assert [b.rows.tolist() for b in split.buckets] == [[0], [1]]
+    assert split.buckets[1].blocks.tolist() == [[4]]
+
+
 def test_fused_kernel_refuses_a_block_id_outside_the_cache(monkeypatch):
     monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "on")
     batch = make_paged_batch([40, 20], 16, 2, 16, torch.float32, seed=0)
