@@ -8,8 +8,32 @@ Importing the package registers every op. It never imports `workbench` (a test e
 """
 
 import importlib.util as _importlib_util
+import logging as _logging
+import os as _os
+import sys as _sys
 
-from ascend_backend import device, envs, ops, registry
+from ascend_backend import envs
+
+
+def _configure_logging() -> None:
+    """Honour ASCEND_BACKEND_LOG_LEVEL. Untouched when unset: a library leaves logging to its host
+    application. When set, the level applies and records go to stderr, so a vLLM worker's log shows
+    them without any logging set-up in the host."""
+    if "ASCEND_BACKEND_LOG_LEVEL" not in _os.environ:
+        return
+    logger = _logging.getLogger("ascend_backend")
+    logger.setLevel(envs.ASCEND_BACKEND_LOG_LEVEL)
+    if not any(getattr(h, "_ascend_backend", False) for h in logger.handlers):
+        handler = _logging.StreamHandler(_sys.stderr)
+        handler.setFormatter(_logging.Formatter("%(asctime)s ascend_backend %(levelname)s %(name)s: %(message)s"))
+        handler._ascend_backend = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.propagate = False  # one line per record, not one more through the host's root handler
+
+
+_configure_logging()
+
+from ascend_backend import device, ops, registry  # noqa: E402  (after logging, so their loggers obey it)
 from ascend_backend.registry import REGISTRY
 
 # The attention kernels register themselves too; the package is optional while it is being built.

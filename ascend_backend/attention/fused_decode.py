@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ RECOMPILE_LIMIT = 64
 
 _lock = threading.Lock()
 _compiled: Callable[..., torch.Tensor] | None = None
+_ready = False  # the first kernel call of this process has returned (its compile time is logged)
 _failed: str | None = None  # why compiling failed in this process; None while it has not
 
 
@@ -177,17 +179,24 @@ def fused_decode(
     index: DecodeIndex,
 ) -> torch.Tensor | None:         # [S, kv_heads, group, head_size] float32, or None: use the eager path
     """Run the compiled kernel bucket by bucket; None if compiling fails (logged once)."""
-    global _failed
+    global _failed, _ready
+    started = time.perf_counter()
     try:
         kernel = _kernel()
         if len(index.buckets) == 1 and index.buckets[0].rows is None:
             bucket = index.buckets[0]
-            return _call(kernel, query, key_cache, value_cache, bucket.blocks, bucket.offsets, bucket.lens)
-        out = torch.empty_like(query)
-        for bucket in index.buckets:
-            part = _call(kernel, query.index_select(0, bucket.rows), key_cache, value_cache,
-                         bucket.blocks, bucket.offsets, bucket.lens)
-            out.index_copy_(0, bucket.rows, part)
+            out = _call(kernel, query, key_cache, value_cache, bucket.blocks, bucket.offsets, bucket.lens)
+        else:
+            out = torch.empty_like(query)
+            for bucket in index.buckets:
+                part = _call(kernel, query.index_select(0, bucket.rows), key_cache, value_cache,
+                             bucket.blocks, bucket.offsets, bucket.lens)
+                out.index_copy_(0, bucket.rows, part)
+        if not _ready:
+            _ready = True
+            logger.info("fused paged decode kernel ready: first call (compile included) took %.1f s; "
+                        "%d sequences, kv cache %s %s", time.perf_counter() - started, index.num_seqs,
+                        str(key_cache.dtype).removeprefix("torch."), tuple(key_cache.shape))
         return out
     except Exception as exc:  # noqa: BLE001 - any compiler/toolchain failure means: keep the eager path
         with _lock:

@@ -40,7 +40,7 @@ def runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[st
     specs = [
         RunSpec("eager-off", smollm2, compiled=False, plugin=False, workdir=workdir, extra_env=server_env),
         RunSpec("eager-on", smollm2, compiled=False, plugin=True, workdir=workdir,
-                extra_env={**server_env, "ASCEND_BACKEND_FUSED_DECODE": "on"}),
+                extra_env={**server_env, "ASCEND_BACKEND_FUSED_DECODE": "on", "ASCEND_BACKEND_LOG_LEVEL": "INFO"}),
         RunSpec("fault", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
             **server_env, "ASCEND_BACKEND_FAULT": f"rms_norm:nan:call={FAULT_CALL}",
             "ASCEND_BACKEND_DISABLED_OPS": "silu_and_mul"}),
@@ -62,6 +62,12 @@ def assert_same_tokens(with_plugin: RunResult, without: RunResult) -> None:
 
 def test_eager_outputs_are_token_identical_to_vllm_alone(runs):
     assert_same_tokens(runs["eager-on"], runs["eager-off"])
+
+
+def test_the_fused_decode_kernel_served_the_eager_engine(runs):
+    log = runs["eager-on"].log.read_text(errors="replace")
+    assert "fused paged decode kernel ready" in log
+    assert "fused paged decode unavailable" not in log
 
 
 def test_compiled_outputs_are_token_identical_to_vllm_alone(runs):
