@@ -7,12 +7,12 @@
 Importing the package registers every op. It never imports `workbench` (a test enforces this).
 """
 
-import importlib.util as _importlib_util
 import logging as _logging
 import os as _os
 import sys as _sys
 
-from ascend_backend import envs
+from ascend_backend import attention, device, envs, ops, registry  # attention: registers its ops too
+from ascend_backend.registry import REGISTRY
 
 
 def _configure_logging() -> None:
@@ -31,14 +31,7 @@ def _configure_logging() -> None:
         logger.propagate = False  # one line per record, not one more through the host's root handler
 
 
-_configure_logging()
-
-from ascend_backend import device, ops, registry  # noqa: E402  (after logging, so their loggers obey it)
-from ascend_backend.registry import REGISTRY
-
-# The attention kernels register themselves too; the package is optional while it is being built.
-if _importlib_util.find_spec("ascend_backend.attention") is not None:
-    from ascend_backend import attention  # noqa: F401
+_configure_logging()  # levels are looked up at each record, so loggers created above obey it too
 
 __version__ = "0.1.0"
-__all__ = ["REGISTRY", "device", "envs", "ops", "registry"]
+__all__ = ["REGISTRY", "attention", "device", "envs", "ops", "registry"]
