@@ -180,7 +180,8 @@ def time_interleaved(candidates: dict[str, Callable[[], torch.Tensor]], rounds: 
     return times
 
 
-def bench_dtype(shape: Shape, dtype: torch.dtype, rounds: int, with_naive: bool) -> bool:
+def bench_dtype(shape: Shape, dtype: torch.dtype, rounds: int, with_naive: bool) -> dict[str, float] | None:
+    """Best times (seconds) per candidate, or None when an output disagrees with float64."""
     batch = make_batch(shape, dtype)
     candidates = {"native": native(batch), "native_eager": native_eager(batch), "sdpa_dense": sdpa_dense(batch)}
     if with_naive:
@@ -199,7 +200,7 @@ def bench_dtype(shape: Shape, dtype: torch.dtype, rounds: int, with_naive: bool)
         print(f"   {name:12s} max |out - float64 reference| = {err:.2e}  {'ok' if ok else 'DISAGREES'}")
     if not agree:
         print("   outputs disagree: not timing")
-        return False
+        return None
     if fused_decode_failure():
         print(f"   fused kernel unavailable here ({fused_decode_failure()}): native is the eager path")
 
@@ -216,7 +217,7 @@ def bench_dtype(shape: Shape, dtype: torch.dtype, rounds: int, with_naive: bool)
         vs_vllm = best["native"] / best["vllm_cpu"]
         print(f"   native / vllm_cpu   = {vs_vllm:.2f} (target <= {TARGET_VS_VLLM}) "
               f"{'MET' if vs_vllm <= TARGET_VS_VLLM else 'MISSED'}")
-    return True
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,8 +241,21 @@ def main(argv: list[str] | None = None) -> int:
     shape = Shape(args.num_seqs, args.num_heads, args.num_kv_heads, args.head_size, args.context, args.block_size)
     print(f"paged decode: {shape}, torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"fused decode: ASCEND_BACKEND_FUSED_DECODE={os.environ.get('ASCEND_BACKEND_FUSED_DECODE', 'auto')}")
-    ok = all(bench_dtype(shape, getattr(torch, name), args.rounds, args.with_naive) for name in args.dtypes)
-    return 0 if ok else 1
+    results = {}
+    for name in args.dtypes:
+        best = bench_dtype(shape, getattr(torch, name), args.rounds, args.with_naive)
+        if best is None:
+            return 1
+        results[name] = best
+    if "float32" in results:
+        # The issue's target reads "<= 1.5x the fp32 dense SDPA time, in fp32 and in bf16": every dtype
+        # against the float32 dense baseline too.
+        print("\n== every dtype against float32 dense SDPA")
+        for name, best in results.items():
+            ratio = best["native"] / results["float32"]["sdpa_dense"]
+            print(f"   native {name:9s} / sdpa_dense float32 = {ratio:.2f} (target <= {TARGET_VS_SDPA}) "
+                  f"{'MET' if ratio <= TARGET_VS_SDPA else 'MISSED'}")
+    return 0
 
 
 if __name__ == "__main__":
