@@ -23,6 +23,7 @@ from workbench.errors import WorkbenchError
 
 
 class CrashKind(str, enum.Enum):
+    INJECTED_FAULT = "injected_fault"
     BLOCK_SIZE = "block_size"
     KV_MEMORY = "kv_memory"
     MODEL_NOT_FOUND = "model_not_found"
@@ -65,6 +66,14 @@ SEGFAULT_FIX = (
 
 # Tried in order; the first signature with a matching error line wins.
 SPECIFIC_SIGNATURES: tuple[Signature, ...] = (
+    # First: a crash that was asked for (ASCEND_BACKEND_FAULT=op:raise) must never read as a real one.
+    _sig(
+        CrashKind.INJECTED_FAULT,
+        r"injected fault: op '[^']+' raised",
+        "an op raised because a fault was injected on purpose (ASCEND_BACKEND_FAULT or registry.inject)",
+        "this crash was requested: unset ASCEND_BACKEND_FAULT (or drop the feature or recipe entry that "
+        "sets it) to serve normally",
+    ),
     _sig(
         CrashKind.BLOCK_SIZE,
         r"No common block size",
@@ -162,6 +171,8 @@ _CHILD_STATUS = (
     re.compile(r"died unexpectedly \(exit code: (-?\d+)\)"),
 )
 TAIL_LINES = 400
+# "ValueError: ...", "torch.OutOfMemoryError: ...", "pkg.mod.SomeFault: ..." after any log prefix.
+_EXCEPTION_LINE = re.compile(r"(^|[\s)])([A-Za-z_][\w.]*(Error|Exception|Fault|Interrupt))(: |$)")
 
 
 @dataclass(frozen=True)
@@ -275,12 +286,14 @@ def classify(
         )
     if timed_out:
         return start_timeout(log_text, timeout_s, log_path)
+    # No signature: the last exception line of a traceback says more than the shutdown noise after it.
+    exceptions = [line.strip() for line in lines if _EXCEPTION_LINE.search(line)]
     return CrashReport(
         CrashKind.UNKNOWN,
         "the server stopped without a known signature",
         "read the last lines of the log; raise VLLM_LOGGING_LEVEL=DEBUG (and ASCEND_GLOBAL_LOG_LEVEL=1, "
         "ASCEND_SLOG_PRINT_TO_STDOUT=1 on Ascend) and start again",
-        tuple(line.strip() for line in lines[-3:]),
+        tuple(exceptions[-1:] + [line.strip() for line in lines[-3:]]),
         **common,
     )
 
@@ -300,13 +313,23 @@ def start_timeout(log_text: str, timeout_s: float | None, log_path: Path | None)
 
 
 def false_ready(detail: str, log_text: str = "", log_path: Path | None = None) -> CrashReport:
-    """/health said OK but the first real request failed: the engine is up but cannot serve."""
+    """/health said OK but the first real request failed: the engine is up but cannot serve.
+
+    When the log names the cause (an injected fault, out of memory, an unsupported op), that kind is
+    reported, with the failed request in the summary; otherwise FALSE_READY, with the last exception line.
+    """
     lines = _error_lines(log_text)
+    for signature in (*SPECIFIC_SIGNATURES, GENERIC_UNSUPPORTED):
+        evidence = _match(signature, lines)
+        if evidence:
+            return CrashReport(signature.kind, f"{signature.summary} (the first request failed: {detail})",
+                               signature.fix, evidence, log_path=log_path)
+    exceptions = [line.strip() for line in lines if _EXCEPTION_LINE.search(line)]
     return CrashReport(
         CrashKind.FALSE_READY,
         f"/health answered OK but the first request failed: {detail}",
         "the engine started but cannot run the model: read the server log around the request for the "
         "failing op, compare that layer against a CPU float32 run, and retry with enforce_eager: true",
-        tuple(line.strip() for line in lines[-3:]),
+        tuple(exceptions[-1:] + [line.strip() for line in lines[-3:]]),
         log_path=log_path,
     )

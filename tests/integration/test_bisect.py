@@ -71,7 +71,7 @@ def test_culprits_are_named_with_their_class_and_an_interrupted_run_resumes(tmp_
     assert not by_name["small_blocks"].started and by_name["small_blocks"].crash_kind == "block_size"
     assert by_name["small_blocks"].fix and "32" in by_name["small_blocks"].fix
     crashing = by_name["crashing_kernel"]
-    assert not (crashing.started and crashing.request_ok) and crashing.crash_kind is not None
+    assert not (crashing.started and crashing.request_ok) and crashing.crash_kind == "injected_fault"
     assert crashing.fix and crashing.log_path
     # The step keeps the server's log, and the root cause is in it.
     assert "injected fault: op 'rms_norm' raised" in Path(crashing.log_path).read_text()

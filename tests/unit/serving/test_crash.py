@@ -56,6 +56,11 @@ CASES = [
         "NotImplementedError: Could not run 'aten::_foo' with arguments from the 'NPU' backend.",
     ),
     (CrashKind.UNSUPPORTED_OP, "ValueError: Quantization method w8a8_dynamic is not supported on this platform"),
+    (
+        CrashKind.INJECTED_FAULT,
+        "(EngineCore pid=2) ascend_backend.faults.InjectedFault: injected fault: op 'rms_norm' raised "
+        "(ASCEND_BACKEND_FAULT / registry.inject)",
+    ),
 ]
 
 
@@ -127,3 +132,29 @@ def test_server_failure_is_a_workbench_error_with_one_line_message():
     error = ServerFailure(report)
     assert error.report is report
     assert "[block_size]" in str(error) and "fix:" in str(error) and "\n" not in str(error)
+
+
+def test_unknown_crash_shows_the_last_exception_line_before_the_shutdown_noise():
+    log = NOISE + (
+        "(EngineCore pid=2) Traceback (most recent call last):\n"
+        '(EngineCore pid=2)   File "x.py", line 3, in forward\n'
+        "(EngineCore pid=2) KeyError: 'model.layers.0.mlp'\n"
+        "(APIServer pid=1) INFO 11-30 17:03:00 [launcher.py:1] Shutting down FastAPI HTTP server.\n"
+        "(APIServer pid=1) INFO 11-30 17:03:00 [launcher.py:1] Application shutdown complete.\n"
+    )
+    report = classify(log, exit_code=1)
+    assert report.kind is CrashKind.UNKNOWN
+    assert report.evidence[0].endswith("KeyError: 'model.layers.0.mlp'")
+    assert "KeyError" in report.message()
+
+
+def test_false_ready_names_the_cause_when_the_log_has_one():
+    log = NOISE + (
+        "(EngineCore pid=2) ascend_backend.faults.InjectedFault: injected fault: op 'rms_norm' raised "
+        "(ASCEND_BACKEND_FAULT / registry.inject)\n"
+        "(APIServer pid=1) ERROR 11-30 17:03:00 [serving_chat.py:1] EngineDeadError\n"
+    )
+    report = false_ready("chat: HTTP 500", log)
+    assert report.kind is CrashKind.INJECTED_FAULT
+    assert "first request failed: chat: HTTP 500" in report.summary
+    assert "unset ASCEND_BACKEND_FAULT" in report.fix
