@@ -20,6 +20,10 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 
+# A cell that runs longer than this fails its notebook (named with the cell) instead of blocking the run.
+DEFAULT_CELL_TIMEOUT_S = 1800.0
+HEADLESS_ENV = "ASCEND_WORKBENCH_HEADLESS"  # read by workbench.widgets in the kernel
+
 
 @dataclass(frozen=True)
 class NotebookOutcome:
@@ -77,24 +81,37 @@ def run_notebooks(
     kernel_name: str = "python3",
     cwd: Path | None = None,
     progress: bool = True,
+    cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
 ) -> RunReport:
-    """Execute `notebooks` in order into `run_dir`; never raises for a failing cell."""
+    """Execute `notebooks` in order into `run_dir`; never raises for a failing or timed-out cell."""
+    import os
+
     from tqdm.auto import tqdm
 
     outcomes: list[NotebookOutcome] = []
     bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
-    for path in bar:
-        bar.set_postfix_str(path.name)
-        outcomes.append(_execute_one(path, run_dir, parameters or {}, kernel_name, cwd))
-        report = RunReport(run_dir, tuple(outcomes))
-        _write_summary(report)
+    saved = os.environ.get(HEADLESS_ENV)
+    os.environ[HEADLESS_ENV] = "1"  # kernels inherit it: widgets render their default view statically
+    try:
+        for path in bar:
+            bar.set_postfix_str(path.name)
+            outcomes.append(_execute_one(path, run_dir, parameters or {}, kernel_name, cwd, cell_timeout_s))
+            report = RunReport(run_dir, tuple(outcomes))
+            _write_summary(report)
+    finally:
+        if saved is None:
+            os.environ.pop(HEADLESS_ENV, None)
+        else:
+            os.environ[HEADLESS_ENV] = saved
     return RunReport(run_dir, tuple(outcomes))
 
 
 def _execute_one(
-    path: Path, run_dir: Path, parameters: dict[str, Any], kernel_name: str, cwd: Path | None
+    path: Path, run_dir: Path, parameters: dict[str, Any], kernel_name: str, cwd: Path | None,
+    cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
 ) -> NotebookOutcome:
     import papermill
+    from nbclient.exceptions import CellTimeoutError
 
     executed = run_dir / path.name
     accepted = set(papermill.inspect_notebook(str(path)))
@@ -111,13 +128,22 @@ def _execute_one(
             cwd=str(cwd or path.parent),
             progress_bar=False,
             log_output=False,
+            execution_timeout=cell_timeout_s,
         )
     except papermill.PapermillExecutionError as exc:
         failed_cell = _failing_cell_index(executed, exc.exec_count)
         error = f"{exc.ename}: {exc.evalue}"
+    except CellTimeoutError:
+        failed_cell = _failing_cell_index(executed, None)  # nbclient leaves an error output on that cell
+        error = (f"CellTimeoutError: the cell ran longer than {cell_timeout_s:g} s and was stopped "
+                 "(raise it with `ascend-workbench run --cell-timeout SECONDS`)")
     seconds = time.perf_counter() - start
     html_name = _to_html(executed) if executed.exists() else None
     return NotebookOutcome(path.name, error is None, round(seconds, 2), executed.name, html_name, failed_cell, error)
+
+
+# Cells papermill adds to the executed copy (an error banner, the injected parameters).
+_ADDED_TAGS = {"papermill-error-cell-tag", "injected-parameters"}
 
 
 def _failing_cell_index(executed: Path, exec_count: int | None) -> int | None:
@@ -132,10 +158,9 @@ def _failing_cell_index(executed: Path, exec_count: int | None) -> int | None:
         nb = nbformat.read(executed, as_version=4)
     except (OSError, ValueError):
         return None
-    added = {"papermill-error-cell-tag", "injected-parameters"}
     source_index = -1
     for cell in nb.cells:
-        if added & set(cell.get("metadata", {}).get("tags", [])):
+        if _ADDED_TAGS & set(cell.get("metadata", {}).get("tags", [])):
             continue
         source_index += 1
         if cell.cell_type != "code":

@@ -17,11 +17,12 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes(path, tmp_path):
+def test_notebook_executes(path, tmp_path, monkeypatch):
     assert papermill.inspect_notebook(str(path)), f"{path.name} has no cell tagged 'parameters'"
     out = tmp_path / path.name
+    monkeypatch.setenv("ASCEND_WORKBENCH_HEADLESS", "1")  # as `ascend-workbench run` executes them
     papermill.execute_notebook(str(path), str(out), kernel_name="python3", cwd=str(REPO_ROOT),
-                               progress_bar=False)
+                               progress_bar=False, execution_timeout=900)
     import nbformat
 
     nb = nbformat.read(out, as_version=4)

@@ -43,3 +43,39 @@ def test_run_only_filter_and_success_exit(tmp_path):
 def test_user_errors_are_one_clear_line(tmp_path, capsys, argv, message):
     assert main(argv + ["--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+
+
+def _notebook(path, *sources):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# fixture")]
+    params = nbformat.v4.new_code_cell("value = 1")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells.append(params)
+    nb.cells.extend(nbformat.v4.new_code_cell(source) for source in sources)
+    nbformat.write(nb, path)
+
+
+def test_a_cell_that_hangs_fails_its_notebook_at_that_cell_and_the_run_goes_on(tmp_path, capsys):
+    notebooks = tmp_path / "nbs"
+    notebooks.mkdir()
+    _notebook(notebooks / "0_hangs.ipynb", "import time\ntime.sleep(120)", "print('never')")
+    _notebook(notebooks / "1_headless.ipynb",
+              "import os\nassert os.environ.get('ASCEND_WORKBENCH_HEADLESS') == '1'")
+    code = main(["run", "--notebooks", str(notebooks), "--out", str(tmp_path / "runs"), "--cell-timeout", "4"])
+    assert code == 1
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    by_name = {n["notebook"]: n for n in json.loads((run_dir / "summary.json").read_text())["notebooks"]}
+    hung = by_name["0_hangs.ipynb"]
+    assert hung["ok"] is False and hung["failed_cell"] == 2
+    assert "CellTimeoutError" in hung["error"] and "--cell-timeout" in hung["error"]
+    assert by_name["1_headless.ipynb"]["ok"] is True  # the next notebook still ran, headless
+    assert "0_hangs.ipynb (cell 2)" in capsys.readouterr().err
+
+
+def test_negative_cell_timeout_is_refused(tmp_path, capsys):
+    assert main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path),
+                 "--cell-timeout", "-5"]) == 2
+    assert "--cell-timeout -5" in capsys.readouterr().err

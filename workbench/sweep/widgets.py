@@ -43,9 +43,18 @@ def explorer_figure(report: SweepReport, x: str = "p99_ttft_ms", y: str = "outpu
 
 
 def explorer(report: SweepReport):
-    """Dropdowns for x, y and each factor, bound to `explorer_figure` (interactive sessions)."""
+    """Dropdowns for x, y and each factor, bound to `explorer_figure` (interactive sessions).
+
+    Headless (see `workbench.widgets.headless`): a note instead, since the default view is the chart above.
+    """
     import ipywidgets as widgets
-    from IPython.display import display
+    from IPython.display import Markdown, display
+
+    from workbench.widgets import headless
+
+    if headless():
+        return Markdown("*Interactive explorer: open this notebook in JupyterLab to pick the axes and filter "
+                        "by each swept value.*")
 
     configs = report.configs
     xs = [c for c in LATENCY_AXES if c in configs.columns] or ["p99_ttft_ms"]

@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="override a notebook parameter (YAML value), applied to every notebook that declares it",
     )
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default python3)")
+    parser.add_argument(
+        "--cell-timeout", type=float, default=None, metavar="SECONDS",
+        help="stop a cell that runs longer and fail its notebook (default 1800; 0 = no limit)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -46,8 +50,14 @@ def handle(args: argparse.Namespace) -> int:
     notebooks = discover(args.notebooks or settings.notebooks_dir(), args.only)
     run_dir = new_run_dir(args.out or settings.runs_dir())
     print(f"running {len(notebooks)} notebook(s) into {run_dir}")
+    from workbench.notebook_runner import DEFAULT_CELL_TIMEOUT_S
+
+    timeout = DEFAULT_CELL_TIMEOUT_S if args.cell_timeout is None else (args.cell_timeout or None)
+    if timeout is not None and timeout < 0:
+        raise WorkbenchError(f"--cell-timeout {args.cell_timeout:g}: give a number of seconds, or 0 for no limit")
     report = run_notebooks(
-        notebooks, run_dir, _parse_parameters(args.parameter), args.kernel, cwd=settings.REPO_ROOT
+        notebooks, run_dir, _parse_parameters(args.parameter), args.kernel, cwd=settings.REPO_ROOT,
+        cell_timeout_s=timeout,
     )
     for o in report.outcomes:
         status = "ok" if o.ok else f"FAILED at cell {o.failed_cell}: {o.error}"
