@@ -244,6 +244,13 @@ def _match(signature: Signature, lines: list[str]) -> tuple[str, ...]:
     return tuple(hits[-3:])  # the last hits are the traceback's final word, nearest the cause
 
 
+def _last_exception_then_tail(lines: list[str]) -> tuple[str, ...]:
+    """Evidence without a signature: the last exception line of a traceback says more than the
+    shutdown noise after it, so it comes first, then the log's last lines."""
+    exceptions = [line.strip() for line in lines if _EXCEPTION_LINE.search(line)]
+    return tuple(exceptions[-1:] + [line.strip() for line in lines[-3:]])
+
+
 def _child_signal(lines: list[str]) -> int | None:
     for line in reversed(lines):
         for pattern in _CHILD_STATUS:
@@ -286,14 +293,12 @@ def classify(
         )
     if timed_out:
         return start_timeout(log_text, timeout_s, log_path)
-    # No signature: the last exception line of a traceback says more than the shutdown noise after it.
-    exceptions = [line.strip() for line in lines if _EXCEPTION_LINE.search(line)]
     return CrashReport(
         CrashKind.UNKNOWN,
         "the server stopped without a known signature",
         "read the last lines of the log; raise VLLM_LOGGING_LEVEL=DEBUG (and ASCEND_GLOBAL_LOG_LEVEL=1, "
         "ASCEND_SLOG_PRINT_TO_STDOUT=1 on Ascend) and start again",
-        tuple(exceptions[-1:] + [line.strip() for line in lines[-3:]]),
+        _last_exception_then_tail(lines),
         **common,
     )
 
@@ -324,12 +329,11 @@ def false_ready(detail: str, log_text: str = "", log_path: Path | None = None) -
         if evidence:
             return CrashReport(signature.kind, f"{signature.summary} (the first request failed: {detail})",
                                signature.fix, evidence, log_path=log_path)
-    exceptions = [line.strip() for line in lines if _EXCEPTION_LINE.search(line)]
     return CrashReport(
         CrashKind.FALSE_READY,
         f"/health answered OK but the first request failed: {detail}",
         "the engine started but cannot run the model: read the server log around the request for the "
         "failing op, compare that layer against a CPU float32 run, and retry with enforce_eager: true",
-        tuple(exceptions[-1:] + [line.strip() for line in lines[-3:]]),
+        _last_exception_then_tail(lines),
         log_path=log_path,
     )

@@ -127,19 +127,13 @@ def decode_math(
     return (probs[..., None] * values[:, :, :, None, :]).sum(1)                    # [S, kv_heads, group, D]
 
 
-def enabled(device: torch.device) -> bool:
-    """Whether the fused kernel may be used on this device in this process (setting and past failures)."""
-    mode = envs.ASCEND_BACKEND_FUSED_DECODE
-    return device.type == "cpu" and mode != "off" and _failed is None
-
-
 def use_fused(device: torch.device, num_seqs: int, tokens: int, kv_heads: int, head_size: int) -> bool:
-    """The policy: fused when enabled and the call reads enough K/V to be worth a compile ('on' forces)."""
-    if not enabled(device):
+    """The policy: CPU only, not after a failed compile; 'on' always, 'auto' when the call reads enough
+    K/V to be worth a compile, 'off' never."""
+    mode = envs.ASCEND_BACKEND_FUSED_DECODE
+    if device.type != "cpu" or mode == "off" or _failed is not None:
         return False
-    if envs.ASCEND_BACKEND_FUSED_DECODE == "on":
-        return True
-    return 2 * num_seqs * tokens * kv_heads * head_size * 4 >= FUSED_MIN_BYTES
+    return mode == "on" or 2 * num_seqs * tokens * kv_heads * head_size * 4 >= FUSED_MIN_BYTES
 
 
 def failure() -> str | None:

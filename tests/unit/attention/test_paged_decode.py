@@ -16,14 +16,6 @@ from ascend_backend.attention.paged import DecodeTile, plan_decode_tiles
 from tests.unit.attention.reference import DTYPES, assert_close_to_reference, dense_attention_f64, make_paged_batch
 
 
-@pytest.fixture(params=["eager", "fused"])
-def decode_path(request, monkeypatch):
-    monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "off" if request.param == "eager" else "on")
-    yield request.param
-    if request.param == "fused":
-        assert fused_decode.failure() is None, f"the fused kernel did not compile: {fused_decode.failure()}"
-
-
 @pytest.fixture
 def eager_only(monkeypatch):
     monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "off")

@@ -13,16 +13,6 @@ from ascend_backend.vllm_plugin import paged_kernels as pk
 BLOCK = 32
 
 
-@pytest.fixture(params=["eager", "fused"])
-def decode_path(request, monkeypatch):
-    """Decodes run through the eager SDPA path or the Inductor-fused kernel shared with ascend_backend."""
-    monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "off" if request.param == "eager" else "on")
-    yield request.param
-    if request.param == "fused":
-        from ascend_backend.attention import fused_decode
-        assert fused_decode.failure() is None, fused_decode.failure()
-
-
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
     """q: [q, Hq, D] for the last q positions of a context k, v: [L, Hk, D] -> [q, Hq, D], float64 loops."""
     q, k, v = q.double(), k.double(), v.double()
