@@ -3,8 +3,11 @@
 Every op of the backend (norms, activations, rotary, linear, attention kernels) is a plain function
 that calls `REGISTRY.dispatch(name, device, ...)`. The registry:
 
-- holds up to three implementations per op: `native` (PyTorch; runs everywhere and is the accuracy
-  reference), `npu` (a torch_npu kernel) and `cuda`;
+- holds up to four implementations per op: `native` (PyTorch; runs everywhere and is the accuracy
+  reference), `npu` (a torch_npu kernel), `cuda`, and `vllm_cpu` (a compiled CPU kernel of the vLLM
+  engine hosting the process: only the vLLM plugin registers these, inside a vLLM CPU server);
+- keeps linked ops on one backend: ops that share a data layout (a KV cache written by one and read
+  by the other) are never split between a kernel and the native path;
 - chooses once per (op, device kind) from availability and policy, and caches the choice, like
   vLLM's CustomOp picks its forward at construction rather than per call;
 - lets a user force the native path for some ops or all (API, or ASCEND_BACKEND_FORCE_NATIVE), the
@@ -48,10 +51,17 @@ class Backend(str, enum.Enum):
     NATIVE = "native"
     NPU = "npu"
     CUDA = "cuda"
+    VLLM_CPU = "vllm_cpu"
 
 
-# Which accelerated backend belongs to a device kind; native runs on all of them.
-_ACCELERATED = {DeviceKind.NPU: Backend.NPU, DeviceKind.CUDA: Backend.CUDA}
+# Which accelerated backend belongs to a device kind; native runs on all of them. On CPU the only
+# kernels besides native are those of a vLLM CPU engine, registered by the plugin in that engine.
+_ACCELERATED = {DeviceKind.NPU: Backend.NPU, DeviceKind.CUDA: Backend.CUDA, DeviceKind.CPU: Backend.VLLM_CPU}
+
+
+def _device_key(device: torch.device | str) -> str:
+    """Cheap cache key for a device: its type for torch.device (what selection depends on), else the text."""
+    return device.type if isinstance(device, torch.device) else str(device)
 
 
 class UnknownOpError(KeyError):
@@ -135,10 +145,19 @@ class OpRegistry:
         self._ops: dict[str, OpEntry] = {}
         self._overrides: dict[str, Backend] = {}
         self._choices: dict[tuple[str, DeviceKind], Selection] = {}
+        # dispatch's fast path: (op, device type) -> (backend, implementation, per-call guard). Inside a
+        # serving engine every layer dispatches several ops per step, so a call must cost little more
+        # than the implementation itself.
+        self._routes: dict[tuple[str, str], tuple[Backend, Callable[..., Any], Callable[..., str | None] | None]] = {}
         self._calls: Counter[tuple[str, Backend]] = Counter()
         self._faulted: Counter[str] = Counter()
         self._call_fallbacks: set[tuple[str, Backend, str]] = set()
         self._faults: list[FaultHandle] = []
+        self._links: dict[str, frozenset[str]] = {}
+
+    def _forget_choices(self) -> None:
+        self._choices.clear()
+        self._routes.clear()
 
     # ----------------------------------------------------------------- registration
     def register(
@@ -160,10 +179,31 @@ class OpRegistry:
             entry.impls[backend] = fn
             if supports is not None:
                 entry.supports[backend] = supports
-            self._choices.clear()
+            self._forget_choices()
             return fn
 
         return decorator
+
+    def unregister(self, op: str, backend: Backend) -> None:
+        """Remove one implementation (never native); a no-op when it is not registered."""
+        if backend is Backend.NATIVE:
+            raise ValueError(f"op {op!r}: the native implementation is the reference and cannot be removed")
+        entry = self.entry(op)
+        entry.impls.pop(backend, None)
+        entry.supports.pop(backend, None)
+        self._forget_choices()
+
+    def link(self, *ops: str) -> None:
+        """Keep `ops` on one backend: where any of them would run native, all of them do.
+
+        For ops that share a data layout, e.g. a cache write and the attention reading that cache: a
+        kernel's cache layout may differ from native's, so forcing only one of them native must not
+        leave the other reading a cache it cannot parse. Names need not be registered yet.
+        """
+        group = frozenset(ops)
+        for op in ops:
+            self._links[op] = self._links.get(op, frozenset()) | group
+        self._forget_choices()
 
     def ops(self) -> list[str]:
         return sorted(self._ops)
@@ -194,6 +234,22 @@ class OpRegistry:
         return self._choices[key]
 
     def _choose(self, op: str, kind: DeviceKind) -> Selection:
+        own = self._choose_alone(op, kind)
+        if own.backend is Backend.NATIVE:
+            return own
+        for partner in sorted(self._links.get(op, frozenset()) - {op}):
+            if partner not in self._ops:
+                continue
+            theirs = self._choose_alone(partner, kind)
+            if theirs.backend is not own.backend:
+                return Selection(
+                    op, kind, Backend.NATIVE,
+                    f"linked to {partner}, which runs {theirs.backend.value} ({theirs.reason}); linked ops share "
+                    f"a data layout and run on one backend",
+                )
+        return own
+
+    def _choose_alone(self, op: str, kind: DeviceKind) -> Selection:
         entry = self.entry(op)
         forced = envs.ASCEND_BACKEND_FORCE_NATIVE
         if "*" in forced or op in forced:
@@ -204,7 +260,7 @@ class OpRegistry:
         accelerated = _ACCELERATED.get(kind)
         if override is not None and override is not accelerated:
             raise ValueError(f"override {override.value} for op {op!r} cannot run on {kind.value} tensors")
-        if accelerated is None:
+        if accelerated is None or (kind is DeviceKind.CPU and accelerated not in entry.impls):
             return Selection(op, kind, Backend.NATIVE, self._cpu_reason(entry))
         if accelerated not in entry.impls:
             return Selection(
@@ -214,6 +270,8 @@ class OpRegistry:
         if accelerated is Backend.NPU and not npu_status().available:
             status = npu_status()
             return Selection(op, kind, Backend.NATIVE, f"npu kernel unusable: {status.kind.value} ({status.detail})")
+        if accelerated is Backend.VLLM_CPU:
+            return Selection(op, kind, accelerated, "vLLM's CPU kernel (registered by the vLLM plugin in this engine)")
         return Selection(op, kind, accelerated, f"{accelerated.value} kernel")
 
     @staticmethod
@@ -231,7 +289,7 @@ class OpRegistry:
             self._overrides.pop(op, None)
         else:
             self._overrides[op] = backend
-        self._choices.clear()
+        self._forget_choices()
 
     @contextlib.contextmanager
     def forced_native(self, *ops: str) -> Iterator[None]:
@@ -249,20 +307,27 @@ class OpRegistry:
     # ----------------------------------------------------------------- dispatch
     def dispatch(self, op: str, device: torch.device | str, *args: Any, **kwargs: Any) -> Any:
         """Run `op` with the implementation chosen for `device`; count it; apply armed faults."""
-        selection = self.select(op, device)
-        backend = selection.backend
-        entry = self._ops[op]
-        guard = entry.supports.get(backend)
+        route = self._routes.get((op, _device_key(device)))
+        if route is None:
+            route = self._route(op, device)
+        backend, fn, guard = route
         if guard is not None:
             why = guard(*args, **kwargs)
             if why is not None:
                 self._log_call_fallback(op, backend, why)
-                backend = Backend.NATIVE
+                backend, fn = Backend.NATIVE, self._ops[op].impls[Backend.NATIVE]
         self._calls[(op, backend)] += 1
-        out = entry.impls[backend](*args, **kwargs)
+        out = fn(*args, **kwargs)
         if self._faults:
             out = self._apply_faults(op, out)
         return out
+
+    def _route(self, op: str, device: torch.device | str) -> tuple[Backend, Callable[..., Any], Any]:
+        backend = self.select(op, device).backend
+        entry = self._ops[op]
+        route = (backend, entry.impls[backend], entry.supports.get(backend))
+        self._routes[(op, _device_key(device))] = route
+        return route
 
     def _log_call_fallback(self, op: str, backend: Backend, why: str) -> None:
         key = (op, backend, why)

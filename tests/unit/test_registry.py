@@ -257,3 +257,38 @@ def test_faults_on_an_in_place_op_only_raise():
     assert handle.fired == 0 and torch.isfinite(cache).all()
     with registry.inject("reshape_and_cache", fault="raise"), pytest.raises(InjectedFault):
         reshape_and_cache(k, v, cache, slots)
+
+
+def test_linked_ops_share_one_backend():
+    reg = toy_registry()
+    reg.register("write", Backend.NATIVE)(lambda x: x)
+    reg.register("write", Backend.CUDA)(lambda x: x)
+    reg.link("write", "double")
+    assert reg.select("write", DeviceKind.CUDA).backend is Backend.CUDA
+    reg.override("double", Backend.NATIVE)
+    partner = reg.select("write", DeviceKind.CUDA)
+    assert partner.backend is Backend.NATIVE
+    assert "linked to double, which runs native (forced native by registry.override())" in partner.reason
+    reg.override("double", None)
+    assert reg.select("write", DeviceKind.CUDA).backend is Backend.CUDA
+
+
+def test_unregister_removes_a_kernel_but_never_the_native_reference():
+    reg = toy_registry()
+    reg.unregister("double", Backend.CUDA)
+    sel = reg.select("double", DeviceKind.CUDA)
+    assert sel.backend is Backend.NATIVE and "no cuda kernel registered" in sel.reason
+    reg.unregister("double", Backend.CUDA)  # absent: nothing to do
+    with pytest.raises(ValueError, match="reference and cannot be removed"):
+        reg.unregister("double", Backend.NATIVE)
+
+
+def test_cpu_kernel_from_vllm_is_chosen_on_cpu_only_when_registered():
+    reg = toy_registry()
+    assert reg.select("double", DeviceKind.CPU).backend is Backend.NATIVE
+    reg.register("double", Backend.VLLM_CPU)(lambda x: x * 2.0)
+    sel = reg.select("double", DeviceKind.CPU)
+    assert sel.backend is Backend.VLLM_CPU and "vLLM's CPU kernel" in sel.reason
+    with reg.forced_native("double"):
+        assert reg.select("double", DeviceKind.CPU).backend is Backend.NATIVE
+    assert reg.select("double", DeviceKind.CUDA).backend is Backend.CUDA  # other devices unaffected
