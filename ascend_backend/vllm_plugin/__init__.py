@@ -13,9 +13,13 @@ What `register()` does in each process:
    torch.compile (`torch_ops`);
 3. re-points vLLM's CPU_ATTN backend at a subclass whose cache write and attention are registry ops
    (`attention`, `paged_kernels`);
-4. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5'), so a workbench tool can
+4. on CPU, registers vLLM's C++ kernels for the cache write, attention and RoPE as the registry's
+   `vllm_cpu` backend (`vllm_kernels`), so by default the engine runs the kernels vLLM runs, under
+   the registry's counters and faults; ASCEND_BACKEND_FORCE_NATIVE=<ops or *> runs our native
+   PyTorch kernels instead;
+5. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5'), so a workbench tool can
    break exactly one op inside a real server;
-5. when ASCEND_BACKEND_STATS_FILE=<prefix> is set, keeps `<prefix>.<pid>.json` up to date with op call
+6. when ASCEND_BACKEND_STATS_FILE=<prefix> is set, keeps `<prefix>.<pid>.json` up to date with op call
    counts (`stats`; read them with `stats.read_op_stats(prefix)`).
 
 Switches: `VLLM_PLUGINS` (vLLM's allow-list; `VLLM_PLUGINS=""` loads no plugin) and
@@ -53,13 +57,20 @@ def register() -> None:
     if plan.attention:
         install_attention_backend()
         installed.append("CPU_ATTN")
+    kernels = "none"
+    if plan.vllm_kernels:
+        from ascend_backend.vllm_plugin import vllm_kernels
+
+        kernels = ", ".join(
+            f"{op}->{REGISTRY.select(op, 'cpu').backend.value}" for op in vllm_kernels.install()
+        )
     faults = arm_faults_from_env(envs.ASCEND_BACKEND_FAULT)
     prefix = envs.ASCEND_BACKEND_STATS_FILE
     if prefix:
         start_stats_writer(prefix)
     logger.info(
-        "ascend_backend plugin: %s; overrides: %s; faults: %s; stats: %s",
-        plan.note, ", ".join(installed) or "none",
+        "ascend_backend plugin: %s; overrides: %s; kernels: %s; faults: %s; stats: %s",
+        plan.note, ", ".join(installed) or "none", kernels,
         "; ".join(f"{h.spec.op}:{h.spec.kind.value}" for h in faults) or "none", prefix or "off",
     )
 
@@ -84,7 +95,10 @@ def uninstall() -> None:
     from ascend_backend.vllm_plugin.attention import BACKEND_PATH
     from ascend_backend.vllm_plugin.custom_ops import uninstall_layer_overrides
 
+    from ascend_backend.vllm_plugin import vllm_kernels
+
     uninstall_layer_overrides()
+    vllm_kernels.uninstall()
     if AttentionBackendEnum.CPU_ATTN.get_path() == BACKEND_PATH:
         AttentionBackendEnum.CPU_ATTN.clear_override()
 

@@ -2,9 +2,11 @@
 
 `CpuPlatform.get_attn_backend_cls` always answers `CPU_ATTN` (it ignores `--attention-backend`), so the
 plugin re-points that enum member at `AscendBackendAttentionBackend` with `register_backend`. The
-backend subclasses vLLM's CPU backend: same KV-cache shape and metadata, plus a `PagedBatchPlan`
-computed once per step, and an implementation that calls `paged_kernels` (registry ops
-`vllm_cpu_kv_write` and `vllm_cpu_paged_attention`).
+backend subclasses vLLM's CPU backend: same KV-cache shape and metadata, plus the step's inputs as a
+`PagedStep`, and an implementation that calls `paged_kernels` (registry ops `vllm_cpu_kv_write` and
+`vllm_cpu_paged_attention`). Which implementation serves those ops is the registry's choice: vLLM's
+own C++ kernels when the plugin registered them (`vllm_kernels`, the default in a vLLM CPU engine),
+the native PyTorch kernels when forced (`ASCEND_BACKEND_FORCE_NATIVE`) or when vLLM's are absent.
 
 Layers whose features those kernels do not implement (ALiBi, sliding window, logit soft-cap, attention
 sinks, an fp8 KV cache, encoder or cross attention) keep vLLM's C++ kernels for both the cache write and
@@ -29,16 +31,16 @@ from vllm.v1.attention.backends.cpu_attn import (
 )
 
 from ascend_backend.vllm_plugin import paged_kernels
-from ascend_backend.vllm_plugin.paged_kernels import PagedBatchPlan
+from ascend_backend.vllm_plugin.paged_kernels import PagedStep
 
 logger = logging.getLogger("vllm.ascend_backend.attention")
 
 
 @dataclasses.dataclass
 class AscendBackendAttentionMetadata(CPUAttentionMetadata):
-    """vLLM's CPU metadata plus the step's decode/prefill split (None when the builder defers)."""
+    """vLLM's CPU metadata plus the step's inputs for the registry kernels (None when the builder defers)."""
 
-    plan: PagedBatchPlan | None = None
+    step: PagedStep | None = None
 
 
 class AscendBackendMetadataBuilder(CPUAttentionMetadataBuilder):
@@ -51,15 +53,17 @@ class AscendBackendMetadataBuilder(CPUAttentionMetadataBuilder):
         base = super().build(common_prefix_len, common_attn_metadata, fast_build)
         if self.is_cross_attention or self.is_encoder_only_attention or base.causal is not True:
             return base
-        plan = paged_kernels.plan_batch(
-            common_attn_metadata.query_start_loc_cpu,
-            common_attn_metadata.seq_lens.cpu(),
-            common_attn_metadata.block_table_tensor.cpu(),
-            self.block_size,
-            self.dtype,
+        # On the CPU platform these are CPU tensors already; nothing is copied.
+        step = PagedStep(
+            query_start_loc=base.query_start_loc,
+            seq_lens=base.seq_lens,
+            block_table=base.block_table,
+            block_size=self.block_size,
+            dtype=self.dtype,
+            scheduler_metadata=base.scheduler_metadata,
         )
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(CPUAttentionMetadata)}
-        return AscendBackendAttentionMetadata(**fields, plan=plan)
+        return AscendBackendAttentionMetadata(**fields, step=step)
 
 
 def vllm_kernel_reason(impl: CPUAttentionBackendImpl) -> str | None:
@@ -96,16 +100,16 @@ class AscendBackendAttentionImpl(CPUAttentionBackendImpl):
         output_block_scale: torch.Tensor | None = None,
     ) -> torch.Tensor:
         # query: [T, Hq, D]; kv_cache: [num_blocks, Hk, block_size, 2D]; output: [T, Hq, D]
-        plan = getattr(attn_metadata, "plan", None)
-        if self.vllm_kernel_reason is not None or plan is None or output_scale is not None:
+        step = getattr(attn_metadata, "step", None)
+        if self.vllm_kernel_reason is not None or step is None or output_scale is not None:
             return super().forward(
                 layer, query, key, value, kv_cache, attn_metadata, output, output_scale, output_block_scale
             )
         tokens = attn_metadata.num_actual_tokens
-        result = paged_kernels.paged_attention(
-            query[:tokens], kv_cache, attn_metadata.block_table, plan, self.scale
-        )
-        output[:tokens].copy_(result)
+        out = output[:tokens]
+        result = paged_kernels.paged_attention(query[:tokens], kv_cache, step, self.scale, out)
+        if result is not out:  # an injected fault returned a corrupted copy
+            out.copy_(result)
         return output
 
     def do_kv_cache_update(

@@ -2,8 +2,11 @@
 
 Why here and not in `ascend_backend.attention`: these read and write the cache exactly as vLLM's CPU
 engine allocates it, and take vLLM's per-step metadata (block table, sequence lengths, slot mapping,
-query start offsets); the registry routes them like every other op (native here; counted; faults on
-the attention output can be injected).
+query start offsets, as a `PagedStep`); the registry routes them like every other op (counted; faults
+on the attention output can be injected). The native implementations live here; inside a vLLM CPU
+engine the plugin also registers vLLM's own C++ kernels for both ops (`vllm_kernels`). The two ops are
+linked in the registry: the cache write and the attention always run on one backend, because vLLM's
+kernels may pack the cache for their ISA in a layout the native path does not read.
 
 Cache layout (one tensor per layer, allocated by vLLM's CPU backend):
 
@@ -21,6 +24,7 @@ Slots < 0 mark padding tokens and are not written.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +35,7 @@ from ascend_backend.registry import REGISTRY, Backend
 
 KV_WRITE_OP = "vllm_cpu_kv_write"
 PAGED_ATTENTION_OP = "vllm_cpu_paged_attention"
+REGISTRY.link(KV_WRITE_OP, PAGED_ATTENTION_OP)
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,27 @@ class PagedBatchPlan:
     decode_longest: int  # longest decode context (0 when there are no decodes)
     fresh: FreshPrefills | None  # prefills without a cached prefix, batched; None when there are none
     prefills: tuple[PrefillSpan, ...]  # chunks that continue a cached context, one call each
+
+
+@dataclass
+class PagedStep:
+    """One engine step's attention inputs as vLLM's CPU metadata builder hands them over (CPU tensors).
+
+    Each implementation of the attention op reads what it needs: vLLM's kernel takes these tensors
+    as they are; the native path takes `plan`, derived from them on first use and then shared by
+    every layer of the step, so a step that vLLM's kernel serves never pays for it.
+    """
+
+    query_start_loc: torch.Tensor  # [B+1] int32: cumulative query tokens per request
+    seq_lens: torch.Tensor  # [B] int32: context length of each request, its query tokens included
+    block_table: torch.Tensor  # [B, max_blocks] int32: physical blocks of each request
+    block_size: int
+    dtype: torch.dtype  # query and cache dtype (the plan's padding masks use it)
+    scheduler_metadata: torch.Tensor | None = None  # vLLM's work split for its kernel (None outside vLLM)
+
+    @functools.cached_property
+    def plan(self) -> PagedBatchPlan:
+        return plan_batch(self.query_start_loc, self.seq_lens, self.block_table, self.block_size, self.dtype)
 
 
 def context_index(
@@ -169,14 +195,14 @@ def kv_write(key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slo
 
 
 def paged_attention(
-    query: torch.Tensor,
-    kv_cache: torch.Tensor,
-    block_table: torch.Tensor,
-    plan: PagedBatchPlan,
-    scale: float,
+    query: torch.Tensor, kv_cache: torch.Tensor, step: PagedStep, scale: float, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Causal attention of query [N, Hq, D] over each request's cached context -> [N, Hq, D]."""
-    return REGISTRY.dispatch(PAGED_ATTENTION_OP, query.device, query, kv_cache, block_table, plan, scale)
+    """Causal attention of query [N, Hq, D] over each request's cached context -> [N, Hq, D].
+
+    With `out` ([N, Hq, D]) the result is written there; the returned tensor is `out` unless an
+    injected fault replaced it with a corrupted copy, so callers copy when the two differ.
+    """
+    return REGISTRY.dispatch(PAGED_ATTENTION_OP, query.device, query, kv_cache, step, scale, out)
 
 
 @REGISTRY.register(KV_WRITE_OP, Backend.NATIVE, doc="write K/V of new tokens into vLLM's CPU paged cache (in place)")
@@ -202,18 +228,15 @@ def kv_write_native(
     doc="causal attention over vLLM's CPU paged cache (decodes and fresh prefills batched, continued chunks per request)",
 )
 def paged_attention_native(
-    query: torch.Tensor,
-    kv_cache: torch.Tensor,
-    block_table: torch.Tensor,
-    plan: PagedBatchPlan,
-    scale: float,
+    query: torch.Tensor, kv_cache: torch.Tensor, step: PagedStep, scale: float, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    # block_table is already folded into the plan's ContextIndex; it stays in the signature so every
-    # implementation (an NPU kernel reads it directly) takes vLLM's metadata as is.
+    plan = step.plan  # the block table is folded into the plan's token locations
     cache = _split_view(kv_cache)  # [nb, Hk, 2, bs, D]
     if plan.decode is not None and plan.decode_in_order and plan.fresh is None and not plan.prefills:
-        return _decode(query, cache, plan, scale)  # the common pure-decode step: no scatter
-    out = torch.empty_like(query)  # [N, Hq, D]
+        result = _decode(query, cache, plan, scale)  # the common pure-decode step: no scatter
+        return result if out is None else out.copy_(result)
+    if out is None:
+        out = torch.empty_like(query)  # [N, Hq, D]
     if plan.decode is not None:
         out[plan.decode_tokens] = _decode(query[plan.decode_tokens], cache, plan, scale)
     if plan.fresh is not None:

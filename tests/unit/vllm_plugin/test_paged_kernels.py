@@ -1,4 +1,9 @@
-"""Paged kernels on vLLM's CPU cache layout, against a float64 attention written from scratch."""
+"""Paged kernels on vLLM's CPU cache layout, against a float64 attention written from scratch.
+
+The attention tests run on every implementation of the two linked ops: the native path (eager and
+Inductor-fused decode) and vLLM's own C++ kernels (the `vllm_cpu` backend the plugin registers in an
+engine), each writing its cache through its own `kv_write` and read back by its own attention.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,31 @@ from ascend_backend.registry import REGISTRY
 from ascend_backend.vllm_plugin import paged_kernels as pk
 
 BLOCK = 32
+
+
+@pytest.fixture(params=["native-eager", "native-fused", "vllm_cpu"])
+def kernel(request, monkeypatch):
+    """Which implementation serves kv_write + paged attention in this test."""
+    if request.param == "vllm_cpu":
+        pytest.importorskip("vllm")
+        from ascend_backend.vllm_plugin import vllm_kernels
+
+        vllm_kernels.install()
+        assert REGISTRY.select(pk.PAGED_ATTENTION_OP, "cpu").backend.value == "vllm_cpu"
+        yield request.param
+        vllm_kernels.uninstall()
+        return
+    monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "off" if request.param == "native-eager" else "on")
+    yield request.param
+    if request.param == "native-fused":
+        from ascend_backend.attention import fused_decode
+
+        assert fused_decode.failure() is None, f"the fused kernel did not compile: {fused_decode.failure()}"
+
+
+def step_of(starts, seq_lens, table, dtype=torch.float32) -> pk.PagedStep:
+    """The step's inputs as vLLM's builder hands them over (int32 tensors)."""
+    return pk.PagedStep(torch.as_tensor(starts).int(), torch.as_tensor(seq_lens).int(), table.int(), BLOCK, dtype)
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
@@ -31,10 +61,16 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale
     return out
 
 
-def fill_cache(contexts, kv_heads: int, head_size: int, num_blocks: int, seed: int = 0):
-    """Write each request's K/V through `kv_write` into scattered blocks; returns cache, block table."""
+def fill_cache(
+    contexts, kv_heads: int, head_size: int, num_blocks: int, seed: int = 0, dtype=torch.float32,
+    unwritten: float = float("nan"),
+):
+    """Write each request's K/V through `kv_write` into scattered blocks; returns cache, block table.
+
+    Slots no request wrote hold `unwritten`: NaN by default, so a kernel that reads past a context shows it.
+    """
     gen = torch.Generator().manual_seed(seed)
-    cache = torch.full((num_blocks, kv_heads, BLOCK, 2 * head_size), float("nan"))  # NaN: unwritten slots
+    cache = torch.full((num_blocks, kv_heads, BLOCK, 2 * head_size), unwritten, dtype=dtype)
     free = torch.randperm(num_blocks, generator=gen).tolist()
     width = max(-(-k.shape[0] // BLOCK) for k, _ in contexts)
     table = torch.zeros(len(contexts), width, dtype=torch.int32)
@@ -67,21 +103,25 @@ def test_kv_write_matches_vllm_split_of_the_same_tensor():
 
 
 @pytest.mark.parametrize("q_heads,kv_heads", [(4, 4), (6, 2)])
-def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_heads, kv_heads, decode_path):
+def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_heads, kv_heads, kernel):
     torch.manual_seed(1)
-    head_size = 16
+    head_size = 32  # a head size vLLM's CPU kernel supports (16 is not)
     # decodes at 1, 45 and 64; fresh prefills of 40 and 7 (batched, padded); a chunk of 5 ending at 37
     ctx_lens = [1, 45, 40, 37, 64, 7]
     q_lens = [1, 1, 40, 5, 1, 7]
     contexts = [(torch.randn(n, kv_heads, head_size), torch.randn(n, kv_heads, head_size)) for n in ctx_lens]
-    cache, table = fill_cache(contexts, kv_heads, head_size, num_blocks=24)
+    # vLLM's kernel computes whole blocks and masks the tail (0 x NaN = NaN), so it needs the zeroed
+    # cache vLLM allocates; the native path must not read unwritten slots at all.
+    unwritten = 0.0 if kernel == "vllm_cpu" else float("nan")
+    cache, table = fill_cache(contexts, kv_heads, head_size, num_blocks=24, unwritten=unwritten)
     query = torch.randn(sum(q_lens), q_heads, head_size)
     starts = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)))
-    plan = pk.plan_batch(starts, torch.tensor(ctx_lens), table, BLOCK)
+    step = step_of(starts, ctx_lens, table)
+    plan = step.plan
     assert [s.start for s in plan.prefills] == [42] and plan.decode_tokens.tolist() == [0, 1, 47]
     assert plan.fresh.tokens.tolist() == list(range(2, 42)) + list(range(48, 55))
     scale = head_size**-0.5
-    out = pk.paged_attention(query, cache, table, plan, scale)
+    out = pk.paged_attention(query, cache, step, scale)
     assert not out.isnan().any()  # no unwritten (NaN) slot leaked into any result
     for r, ((k, v), q_len) in enumerate(zip(contexts, q_lens, strict=True)):
         got = out[starts[r] : starts[r] + q_len]
@@ -89,37 +129,38 @@ def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_he
         torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
 
 
-def test_bfloat16_cache_stays_close_to_float64(decode_path):
+def test_bfloat16_cache_stays_close_to_float64(kernel):
     torch.manual_seed(2)
-    contexts = [(torch.randn(40, 2, 32), torch.randn(40, 2, 32))]
-    cache, table = fill_cache(contexts, 2, 32, num_blocks=4)
-    cache = cache.nan_to_num(0.0).bfloat16()
+    contexts = [(torch.randn(40, 2, 32).bfloat16(), torch.randn(40, 2, 32).bfloat16())]
+    cache, table = fill_cache(contexts, 2, 32, num_blocks=4, dtype=torch.bfloat16, unwritten=0.0)
     query = torch.randn(1, 4, 32)
-    plan = pk.plan_batch(torch.tensor([0, 1]), torch.tensor([40]), table, BLOCK, torch.bfloat16)
-    out = pk.paged_attention(query.bfloat16(), cache, table, plan, 32**-0.5)
+    out = pk.paged_attention(query.bfloat16(), cache, step_of([0, 1], [40], table, torch.bfloat16), 32**-0.5)
     assert out.dtype == torch.bfloat16
     k, v = (t.bfloat16().double() for t in contexts[0])
     want = reference_attention(query.bfloat16().double(), k, v, 32**-0.5)
     torch.testing.assert_close(out.double(), want, atol=3e-2, rtol=3e-2)
 
 
-def test_calls_are_counted_and_a_fault_on_attention_reaches_the_output():
+def test_calls_are_counted_and_a_fault_on_attention_reaches_the_output(kernel):
     REGISTRY.reset_stats()
-    contexts = [(torch.randn(3, 1, 8), torch.randn(3, 1, 8))]
-    cache, table = fill_cache(contexts, 1, 8, num_blocks=2)
-    plan = pk.plan_batch(torch.tensor([0, 1]), torch.tensor([3]), table, BLOCK)
+    contexts = [(torch.randn(3, 1, 32), torch.randn(3, 1, 32))]
+    cache, table = fill_cache(contexts, 1, 32, num_blocks=2, unwritten=0.0)
+    step = step_of([0, 1], [3], table)
+    out = torch.zeros(1, 1, 32)
     with REGISTRY.inject(pk.PAGED_ATTENTION_OP, "nan", call=2) as fault:
-        first = pk.paged_attention(torch.randn(1, 1, 8), cache, table, plan, 0.3)
-        second = pk.paged_attention(torch.randn(1, 1, 8), cache, table, plan, 0.3)
-    assert not first.isnan().any() and second.isnan().all() and fault.fired == 1
+        first = pk.paged_attention(torch.randn(1, 1, 32), cache, step, 0.3, out)
+        second = pk.paged_attention(torch.randn(1, 1, 32), cache, step, 0.3, out)
+    assert first is out and second is not out  # results land in `out`; a fault returns a corrupted copy
+    assert not out.isnan().any() and second.isnan().all() and fault.fired == 1
+    backend = "vllm_cpu" if kernel == "vllm_cpu" else "native"
     stats = REGISTRY.stats()
-    assert stats[pk.PAGED_ATTENTION_OP] == {"native": 2, "faulted": 1}
-    assert stats[pk.KV_WRITE_OP]["native"] == 1
+    assert stats[pk.PAGED_ATTENTION_OP] == {backend: 2, "faulted": 1}
+    assert stats[pk.KV_WRITE_OP] == {backend: 1}
     REGISTRY.reset_stats()
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-6), (torch.bfloat16, 8e-3)])
-def test_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, tol, decode_path):
+def test_native_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, tol, decode_path):
     """vLLM's C++ kernel reads its own (ISA-packed) cache; ours reads ours; same K/V, same answer."""
     pytest.importorskip("vllm")
     from vllm import _custom_ops as vllm_ops
@@ -149,6 +190,5 @@ def test_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, tol, de
         query=query, key_cache=key_cache, value_cache=value_cache, output=want, query_start_loc=starts,
         seq_lens=seq_lens, scale=head_size**-0.5, causal=True, alibi_slopes=None, sliding_window=-1,
         block_table=table, softcap=0, scheduler_metadata=metadata, s_aux=None)
-    plan = pk.plan_batch(starts.long(), seq_lens.long(), table, BLOCK, dtype)
-    got = pk.paged_attention(query, ours, table, plan, head_size**-0.5)
+    got = pk.paged_attention(query, ours, step_of(starts, seq_lens, table, dtype), head_size**-0.5)
     torch.testing.assert_close(got.float(), want.float(), atol=tol, rtol=tol)

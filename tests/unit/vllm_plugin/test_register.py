@@ -11,9 +11,11 @@ from vllm.model_executor.custom_op import op_registry_oot  # noqa: E402
 from vllm.v1.attention.backends.registry import AttentionBackendEnum  # noqa: E402
 
 from ascend_backend import vllm_plugin  # noqa: E402
-from ascend_backend.registry import REGISTRY  # noqa: E402
+from ascend_backend.registry import REGISTRY, Backend  # noqa: E402
 from ascend_backend.vllm_plugin.attention import BACKEND_PATH, AscendBackendAttentionBackend  # noqa: E402
 from ascend_backend.vllm_plugin.custom_ops import LAYER_OVERRIDES  # noqa: E402
+
+KERNEL_OPS = ("rotary_embedding", "vllm_cpu_kv_write", "vllm_cpu_paged_attention")
 
 
 @pytest.fixture
@@ -32,9 +34,13 @@ def test_register_installs_layers_and_attention_once_and_uninstall_undoes_it(cle
     assert all(op_registry_oot[o.layer] is o.cls for o in LAYER_OVERRIDES)
     assert AttentionBackendEnum.CPU_ATTN.get_path() == BACKEND_PATH
     assert AttentionBackendEnum.CPU_ATTN.get_class() is AscendBackendAttentionBackend
+    for op in KERNEL_OPS:  # vLLM's C++ kernels serve these by default inside a CPU engine
+        assert REGISTRY.select(op, "cpu").backend is Backend.VLLM_CPU
     vllm_plugin.uninstall()
     assert not any(o.layer in op_registry_oot for o in LAYER_OVERRIDES)
     assert not AttentionBackendEnum.CPU_ATTN.is_overridden()
+    for op in KERNEL_OPS:
+        assert Backend.VLLM_CPU not in REGISTRY.entry(op).impls
 
 
 def test_disabled_ops_env_keeps_vllm_attention_and_norm(clean_plugin_state):
