@@ -13,9 +13,9 @@ What `register()` does in each process:
    torch.compile (`torch_ops`);
 3. re-points vLLM's CPU_ATTN backend at a subclass whose cache write and attention are registry ops
    (`attention`, `paged_kernels`);
-4. on CPU, registers vLLM's C++ kernels for the cache write, attention and RoPE as the registry's
-   `vllm_cpu` backend (`vllm_kernels`), so by default the engine runs the kernels vLLM runs, under
-   the registry's counters and faults; ASCEND_BACKEND_FORCE_NATIVE=<ops or *> runs our native
+4. on CPU, registers vLLM's C++ kernels for the cache write, attention, RoPE and RMSNorm as the
+   registry's `vllm_cpu` backend (`vllm_kernels`), so by default the engine runs compiled kernels
+   under the registry's counters and faults; ASCEND_BACKEND_FORCE_NATIVE=<ops or *> runs our native
    PyTorch kernels instead;
 5. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5'), so a workbench tool can
    break exactly one op inside a real server;
@@ -89,13 +89,12 @@ def install_attention_backend() -> None:
 
 
 def uninstall() -> None:
-    """Undo the layer overrides and the attention re-pointing in this process (tests, notebooks)."""
+    """Undo the layer overrides, vLLM's kernels in the registry and the attention re-pointing in this process."""
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
+    from ascend_backend.vllm_plugin import vllm_kernels
     from ascend_backend.vllm_plugin.attention import BACKEND_PATH
     from ascend_backend.vllm_plugin.custom_ops import uninstall_layer_overrides
-
-    from ascend_backend.vllm_plugin import vllm_kernels
 
     uninstall_layer_overrides()
     vllm_kernels.uninstall()

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 ROUTED_OPS = ("rms_norm", "add_rms_norm", "silu_and_mul", "rotary_embedding", "vllm_cpu_kv_write",
               "vllm_cpu_paged_attention")
-VLLM_KERNEL_OPS = ("rotary_embedding", "vllm_cpu_kv_write", "vllm_cpu_paged_attention")  # vllm_cpu by default
+VLLM_KERNEL_OPS = ("rms_norm", "add_rms_norm", "rotary_embedding", "vllm_cpu_kv_write", "vllm_cpu_paged_attention")
 FAULT_CALL = 6  # past the warm-up forward(s): lands in a real generation step
 
 

@@ -15,7 +15,7 @@ from ascend_backend.registry import REGISTRY, Backend  # noqa: E402
 from ascend_backend.vllm_plugin.attention import BACKEND_PATH, AscendBackendAttentionBackend  # noqa: E402
 from ascend_backend.vllm_plugin.custom_ops import LAYER_OVERRIDES  # noqa: E402
 
-KERNEL_OPS = ("rotary_embedding", "vllm_cpu_kv_write", "vllm_cpu_paged_attention")
+KERNEL_OPS = ("rms_norm", "add_rms_norm", "rotary_embedding", "vllm_cpu_kv_write", "vllm_cpu_paged_attention")
 
 
 @pytest.fixture

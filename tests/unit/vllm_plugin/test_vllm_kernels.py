@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 import torch
 
@@ -33,7 +34,7 @@ def installed(monkeypatch):
 
 
 def test_install_is_idempotent_and_uninstall_restores_native(installed):
-    assert set(installed) == {"rotary_embedding", pk.KV_WRITE_OP, pk.PAGED_ATTENTION_OP}
+    assert set(installed) == {"rotary_embedding", pk.KV_WRITE_OP, pk.PAGED_ATTENTION_OP, "rms_norm", "add_rms_norm"}
     assert vllm_kernels.install() == installed
     for op in installed:
         assert REGISTRY.select(op, "cpu").backend is Backend.VLLM_CPU
@@ -90,3 +91,41 @@ def test_forcing_either_linked_op_native_moves_both(installed, monkeypatch, forc
     partner = REGISTRY.select(other, "cpu")
     assert partner.backend is Backend.NATIVE and f"linked to {forced}" in partner.reason
     assert REGISTRY.select("rotary_embedding", "cpu").backend is Backend.VLLM_CPU  # not linked: stays
+
+
+def rms_reference(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    return x / np.sqrt((x**2).mean(axis=-1, keepdims=True) + eps) * w
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 16), (5, 64), (17, 576), (3, 4, 256)])
+def test_rms_norms_on_vllm_kernels_match_float64(installed, dtype, shape):
+    x, r = rand(*shape, dtype=dtype, seed=31, scale=3), rand(*shape, dtype=dtype, seed=32)
+    w = rand(shape[-1], dtype=dtype, seed=33)
+    x_before, r_before = x.clone(), r.clone()
+    eps = 1e-6
+    assert_close(ops.rms_norm(x, w, eps), rms_reference(as64(x), as64(w), eps), dtype)
+    out, summed = ops.add_rms_norm(x, r, w, eps)
+    total = as64(x) + as64(r)
+    assert_close(out, rms_reference(total, as64(w), eps), dtype)
+    assert_close(summed, total, dtype)
+    assert torch.equal(x, x_before) and torch.equal(r, r_before)  # in-place kernels, run on copies
+    assert REGISTRY.stats()["rms_norm"] == {"vllm_cpu": 1} and REGISTRY.stats()["add_rms_norm"] == {"vllm_cpu": 1}
+
+
+def test_rms_norm_on_a_strided_view_is_read_correctly(installed):
+    x = rand(6, 128, dtype=torch.float32, seed=34)[:, :64]  # rows 128 apart: the kernel needs a copy
+    w = rand(64, dtype=torch.float32, seed=35)
+    assert_close(ops.rms_norm(x, w, 1e-5), rms_reference(as64(x), as64(w), 1e-5), torch.float32)
+
+
+@pytest.mark.parametrize("hidden,dtype,why", [
+    (100, torch.float32, "hidden size 100 is not a multiple of 16"),
+    (64, torch.float64, "input dtype torch.float64"),
+])
+def test_rms_norm_call_the_kernel_cannot_take_runs_native(installed, caplog, hidden, dtype, why):
+    x, w = torch.randn(3, hidden, dtype=dtype), torch.randn(hidden, dtype=dtype)
+    with caplog.at_level(logging.WARNING, logger="ascend_backend.registry"):
+        out = ops.rms_norm(x, w, 1e-6)
+    assert REGISTRY.stats()["rms_norm"] == {"native": 1} and why in caplog.text
+    np.testing.assert_allclose(as64(out), rms_reference(as64(x), as64(w), 1e-6), atol=1e-6, rtol=1e-6)
