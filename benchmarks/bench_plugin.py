@@ -117,14 +117,6 @@ def measure(args: argparse.Namespace, plugin: bool, workdir: Path) -> Measuremen
     return Measurement(plugin, data["output_tokens"], data["cpu_s"], data["wall_s"], data.get("op_calls", {}))
 
 
-def served_by(op_calls: dict) -> str:
-    """{'rms_norm': {'native': 60}} -> 'rms_norm native=60' for every op, sorted."""
-    return "; ".join(
-        f"{op} " + " ".join(f"{backend}={n}" for backend, n in sorted(counts.items()))
-        for op, counts in sorted(op_calls.items())
-    ) or "no registry calls"
-
-
 def resolve_model(name: str) -> str:
     if Path(name).is_dir():
         return name
@@ -175,7 +167,11 @@ def main() -> None:
               f"with {on.tokens_per_cpu_s:8.1f} tok/CPU-s {on.tokens_per_s:8.1f} tok/s | "
               f"ratio cpu {cpu_ratios[-1]:.3f} wall {wall_ratios[-1]:.3f}", flush=True)
         if pair == 0:
-            print(f"  plugin run served by: {served_by(on.op_calls)}", flush=True)
+            # Imported here, in the parent only: a child that imported ascend_backend itself could no
+            # longer tell from sys.modules whether the plugin loaded.
+            from ascend_backend.vllm_plugin.stats import format_counts
+
+            print(f"  plugin run served by: {format_counts(on.op_calls)}", flush=True)
     ratio = statistics.median(cpu_ratios)
     verdict = "meets" if ratio >= TARGET else "MISSES"
     print(f"throughput ratio with/without plugin ({mode}, kernels {args.kernels}): {ratio:.3f} "

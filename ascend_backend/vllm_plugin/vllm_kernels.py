@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 
 import torch
+from vllm import _custom_ops as ops
 
 import ascend_backend.ops  # noqa: F401  (registers the native ops this module adds kernels to)
 from ascend_backend.registry import REGISTRY, Backend
@@ -55,8 +56,6 @@ def _cache_halves(kv_cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def kv_write_vllm(key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
     # key, value: [T, Hk, D]; slot_mapping: [T'] (T' <= T, negative slots are padding)
-    from vllm import _custom_ops as ops
-
     key_cache, value_cache = _cache_halves(kv_cache)
     isa = attention_isa(kv_cache.dtype, kv_cache.shape[2], kv_cache.shape[3] // 2)
     ops.cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, isa)
@@ -66,8 +65,6 @@ def paged_attention_vllm(
     query: torch.Tensor, kv_cache: torch.Tensor, step: PagedStep, scale: float, out: torch.Tensor | None = None
 ) -> torch.Tensor:
     # query: [N, Hq, D] -> [N, Hq, D] (written into `out` when given)
-    from vllm import _custom_ops as ops
-
     key_cache, value_cache = _cache_halves(kv_cache)
     kv_heads, head_size = kv_cache.shape[1], kv_cache.shape[3] // 2
     if out is None:
@@ -112,8 +109,6 @@ def rotary_embedding_vllm(
     # query: [T, Hq*D] or [T, Hq, D]; key likewise or None. vLLM's kernel rotates in place and reads
     # [T, H*D] rows (a [T, H, D] tensor is misread), so it works on flat copies: the registry's contract
     # is that callers' tensors are never modified.
-    from vllm import _custom_ops as ops
-
     tokens = query.shape[0]
     q = query.reshape(tokens, -1).clone()
     k = None if key is None else key.reshape(tokens, -1).clone()
@@ -142,8 +137,6 @@ def _add_rms_norm_unsupported(
 
 def rms_norm_vllm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     # x: [..., hidden] -> [..., hidden]. The kernel reads rows as contiguous: a strided view is copied.
-    from vllm import _custom_ops as ops
-
     x = x.contiguous()
     out = torch.empty_like(x)
     ops.rms_norm(out, x, weight.contiguous(), eps)
@@ -155,8 +148,6 @@ def add_rms_norm_vllm(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     # x, residual: [..., hidden] -> (normed, x + residual). The kernel overwrites both arguments, so it
     # works on copies (callers' tensors are never modified).
-    from vllm import _custom_ops as ops
-
     normed, summed = x.contiguous().clone(), residual.contiguous().clone()
     ops.fused_add_rms_norm(normed, summed, weight.contiguous(), eps)
     return normed, summed
