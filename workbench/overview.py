@@ -1,6 +1,6 @@
 """What the backend sees on this machine: device, NPU status, op registry, one op comparison.
 
-The functions behind notebook 00; each returns a table or text so the notebook stays one call per cell.
+The functions behind notebook 01; each returns a table or text so the notebook stays one call per cell.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import torch
 import ascend_backend
 from ascend_backend.device import DeviceKind, detect
 from ascend_backend.registry import REGISTRY, Backend
+from workbench.accuracy.op_inputs import make_inputs
 from workbench.dtypes import dtype_name, parse_dtype
 from workbench.errors import WorkbenchError
-from workbench.op_inputs import make_inputs
 
 
 def resolve_device(name: str = "auto") -> torch.device:

@@ -9,7 +9,7 @@ or value (difflib), e.g.
     recipes/serving/cpu-tiny.yaml: engine.max_num_seq: unknown key; did you mean 'max_num_seqs'?
 
 Serving recipes (`recipes/serving/*.yaml`) describe one vLLM OpenAI server: which model, dtype,
-context length, engine arguments and environment variables. `workbench.server` turns them into a
+context length, engine arguments and environment variables. `workbench.serving.server` turns them into a
 command line; the recipe itself never launches anything.
 """
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import difflib
 import enum
+import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -172,6 +174,13 @@ class ServingRecipe(_Frozen):
         rows += [{"setting": f"env.{key}", "value": value} for key, value in self.env.items()]
         return rows
 
+    def identity(self) -> dict[str, Any]:
+        """What decides the server's behaviour: model, precision, context, engine args, environment.
+
+        Names, descriptions and timeouts are left out so renaming a recipe does not invalidate results.
+        """
+        return self.model_dump(mode="json", exclude={"name", "description", "startup_timeout_s", "source"})
+
     def with_overrides(self, **changes: Any) -> ServingRecipe:
         """A copy with top-level fields replaced; `engine={...}` / `env={...}` merge into the old ones.
 
@@ -184,6 +193,12 @@ class ServingRecipe(_Frozen):
             else:
                 data[key] = value
         return _validate(ServingRecipe, data, self.source or Path(f"<{self.name}>"), source=self.source)
+
+
+def stable_hash(data: Any) -> str:
+    """16 hex digits of sha256 over canonical JSON: equal inputs give equal ids on every machine."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # -- loading ---------------------------------------------------------------------------------------

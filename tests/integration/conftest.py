@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from workbench.recipes import ServingRecipe, load_serving_recipe
-from workbench.server import Server, launch
+from workbench.serving.server import Server, launch
 
 MARKER_VAR = "ASCEND_WORKBENCH_TEST_SESSION"
 

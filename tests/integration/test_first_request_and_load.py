@@ -7,8 +7,8 @@ import json
 import pytest
 
 from workbench.cli import main
-from workbench.loadgen import Workload, run_load
-from workbench.smoke import Verdict, run_smoke
+from workbench.serving.loadgen import Workload, run_load
+from workbench.serving.smoke import Verdict, run_smoke
 
 pytestmark = pytest.mark.integration
 

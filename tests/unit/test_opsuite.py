@@ -15,7 +15,7 @@ from workbench.errors import WorkbenchError
 
 def test_every_registry_op_with_a_builder_is_in_the_recipes():
     covered = {c.op for c in opsuite.load_cases()}
-    from workbench.op_inputs import BUILDERS
+    from workbench.accuracy.op_inputs import BUILDERS
 
     assert set(BUILDERS) <= covered
     assert covered <= set(REGISTRY.ops())

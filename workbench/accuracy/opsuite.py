@@ -5,7 +5,7 @@ for every op the backend has, from cases in `recipes/ops/*.yaml`, and turns any 
 standalone reproduction script (plain torch + ascend_backend, no workbench) that a kernel engineer can
 run on the NPU without this project.
 
-Each case runs twice on identical inputs (generated in float32 on CPU by `workbench.op_inputs`, then
+Each case runs twice on identical inputs (generated in float32 on CPU by `workbench.accuracy.op_inputs`, then
 rounded to the target dtype):
   test:      the implementation the registry chooses for the target device, in the target dtype;
   reference: the native implementation, on those rounded values upcast to float32, on CPU.
@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ascend_backend.registry import REGISTRY, Backend
 from workbench import settings
 from workbench.accuracy.metrics import TensorComparison, Verdict, compare_tensors
+from workbench.accuracy.op_inputs import BUILDERS, OpInputs, make_inputs
 from workbench.dtypes import dtype_name, parse_dtype
 from workbench.errors import WorkbenchError
-from workbench.op_inputs import BUILDERS, OpInputs, make_inputs
 
 _VERDICT_ORDER = {Verdict.PASS: 0, Verdict.WARNING: 1, Verdict.ERROR: 2}
 
@@ -112,7 +112,7 @@ def _cases_from_file(path: Path) -> list[OpCase]:
         if op not in REGISTRY.ops():
             raise WorkbenchError(f"{path}: ops.{op}: unknown op; registry ops: {', '.join(REGISTRY.ops())}")
         if op not in BUILDERS:
-            raise WorkbenchError(f"{path}: ops.{op}: no input builder for this op in workbench.op_inputs")
+            raise WorkbenchError(f"{path}: ops.{op}: no input builder for this op in workbench.accuracy.op_inputs")
         for params in entry.cases:
             try:
                 make_inputs(op, params, suite.seed)  # validate the sizes now, with the file named in the error

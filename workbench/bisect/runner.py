@@ -28,9 +28,9 @@ import httpx
 
 from workbench.bisect.outputs import GreedyOutput, Match, compare_outputs, greedy_outputs
 from workbench.bisect.plan import FeaturePlan, compose
-from workbench.crash import CrashReport, ServerFailure, false_ready
 from workbench.errors import WorkbenchError
 from workbench.recipes import ServingRecipe
+from workbench.serving.crash import CrashReport, ServerFailure, false_ready
 
 STEPS_FILE = "steps.jsonl"
 
@@ -121,7 +121,7 @@ def probe_with_server(
     plan: FeaturePlan, *, startup_timeout_s: float | None = None, progress: bool = False
 ) -> ProbeFn:
     """A probe that launches `recipe` for real, asks the greedy outputs and stops the server."""
-    from workbench import server as server_mod
+    from workbench.serving import server as server_mod
 
     def probe(recipe: ServingRecipe, kind: str, features: tuple[str, ...], key: str, log_dir: Path) -> StepRecord:
         started_at = time.perf_counter()

@@ -4,7 +4,7 @@ Per point (source 4.1: measure before tuning, at fixed lengths):
 
 1. the server for the point's configuration is running (started once and reused by every workload
    and repeat with the same server arguments; a configuration that cannot start is recorded for each
-   of its points with the crash class and fix from `workbench.crash`, and the sweep goes on);
+   of its points with the crash class and fix from `workbench.serving.crash`, and the sweep goes on);
 2. warm-up: a few requests of the same shape (first-call allocations, caches, compilation);
 3. the load generator runs the workload while a `MetricsSampler` polls the server's /metrics;
 4. the point is appended to the results store (one atomic line) with the environment fingerprint.
@@ -26,20 +26,19 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from workbench.crash import CrashReport, ServerFailure
-from workbench.loadgen import (
+from workbench.provenance import provenance
+from workbench.serving.client import model_dir, server_version
+from workbench.serving.crash import CrashReport, ServerFailure
+from workbench.serving.loadgen import (
     LoadResult,
     build_prompts,
     load_tokenizer,
     run_coroutine,
     run_load_async,
-    server_model_dir,
-    server_version,
 )
-from workbench.server import Server, plan_launch, start
+from workbench.serving.reaper import OrphanReaper
+from workbench.serving.server import Server, plan_launch, start
 from workbench.sweep.analysis import format_value
-from workbench.sweep.fingerprint import environment, fingerprint
-from workbench.sweep.reaper import OrphanReaper
 from workbench.sweep.server_metrics import MetricsSampler
 from workbench.sweep.spec import SweepPoint, SweepSpec, expand, load_base_recipe
 from workbench.sweep.store import PointResult, PointStatus, ResultStore
@@ -89,7 +88,6 @@ class SweepRunner:
         self.progress = progress
         self.extra_env = dict(extra_env or {})
         self.on_point = on_point
-        self.env = environment()
         self.bar: Any = None  # set while run_points measures
         self.reaper: OrphanReaper | None = None  # likewise: guards the servers against our own death
 
@@ -129,7 +127,7 @@ class SweepRunner:
                     for i, p in enumerate(points)]
         results: list[PointResult] = []
         try:
-            tokenizer = load_tokenizer(server_model_dir(launched.server.url, launched.server.model))
+            tokenizer = load_tokenizer(model_dir(launched.server.url, launched.server.model))
             for index, point in enumerate(points):
                 result = self._measure(point, launched, tokenizer, first=index == 0)
                 results.append(self._store(result))
@@ -188,7 +186,7 @@ class SweepRunner:
             timings=timings,
             latencies=_latencies(result),
             crash=_crash_dict(result, crash),
-            fingerprint=fingerprint(self.env, point.recipe, launched.version),
+            fingerprint=provenance(recipe=point.recipe, url=server.url, model=server.model, server_version=launched.version),
             server_pids=tuple(server.group_pids()) or (server.process.pid,),
             finished_at=_now(),
         )
@@ -204,7 +202,7 @@ class SweepRunner:
             status=PointStatus.START_FAILED,
             timings={"server_start_s": start_s, "server_reused": False, "wall_s": start_s, "overhead_s": 0.0},
             crash=report.as_row(),
-            fingerprint=fingerprint(self.env, point.recipe, None),
+            fingerprint=provenance(recipe=point.recipe),
             finished_at=_now(),
         )
 

@@ -23,9 +23,7 @@ arguments, the workload and the repeat index) that the results store uses to res
 from __future__ import annotations
 
 import difflib
-import hashlib
 import itertools
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,7 +32,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from workbench.errors import WorkbenchError
-from workbench.loadgen import SLO, Workload
 from workbench.recipes import (
     Device,
     ServingRecipe,
@@ -42,7 +39,9 @@ from workbench.recipes import (
     parse_bytes,
     read_recipe_mapping,
     resolve_recipe_path,
+    stable_hash,
 )
+from workbench.serving.loadgen import SLO, Workload
 from workbench.settings import recipes_dir
 
 PointId = str  # 16 hex digits of sha256; NewType adds nothing to a str that is only compared
@@ -288,18 +287,8 @@ class SweepPoint:
         return dict(self.params)
 
 
-def stable_hash(data: Any) -> str:
-    """16 hex digits of sha256 over canonical JSON: equal inputs give equal ids on every machine."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def server_identity(recipe: ServingRecipe) -> dict[str, Any]:
-    """What decides the server's behaviour: model, precision, context, engine args, environment.
-
-    Names, descriptions and timeouts are left out so renaming a recipe does not invalidate results.
-    """
-    return recipe.model_dump(mode="json", exclude={"name", "description", "startup_timeout_s", "source"})
+    return recipe.identity()
 
 
 def workload_points(spec: WorkloadSpec) -> list[WorkloadPoint]:

@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.loadgen import SLO, LoadResult, Workload, run_load
 from workbench.recipes import load_serving_recipe
+from workbench.serving.loadgen import SLO, LoadResult, Workload, run_load
 from workbench.verbs.serve import add_server_arguments, server_from_args
 
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")

@@ -12,10 +12,10 @@ import signal
 import time
 from collections.abc import Iterator
 
-from workbench.crash import ServerFailure
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
-from workbench.server import Server, launch, server_for
+from workbench.serving.crash import ServerFailure
+from workbench.serving.server import Server, launch, server_for
 
 
 def parse_env_pairs(pairs: list[str] | None) -> dict[str, str]:

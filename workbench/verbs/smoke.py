@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from workbench.smoke import DEFAULT_PROMPT, run_smoke
+from workbench.serving.smoke import DEFAULT_PROMPT, run_smoke
 from workbench.verbs.serve import add_server_arguments, server_from_args
 
 

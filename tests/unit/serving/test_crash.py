@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.crash import CrashKind, ServerFailure, classify, false_ready, signal_name, start_timeout
+from workbench.serving.crash import CrashKind, ServerFailure, classify, false_ready, signal_name, start_timeout
 
 NOISE = """\
 (APIServer pid=1) INFO 11-30 17:02:16 [api_server.py:1] vLLM API server version 0.32.0

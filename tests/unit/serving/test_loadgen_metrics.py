@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.loadgen import SLO, RequestRecord, Workload, arrival_offsets, summarize
+from workbench.serving.loadgen import SLO, RequestRecord, Workload, arrival_offsets, summarize
 
 
 def record(index, ttft, itl, out, *, ok=True, prompt=10):

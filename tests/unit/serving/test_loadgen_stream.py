@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from workbench.loadgen import Prompt, Workload, run_load_async
+from workbench.serving.loadgen import Prompt, Workload, run_load_async
 
 TOKENS = 5
 GAP_S = 0.02

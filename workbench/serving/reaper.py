@@ -1,6 +1,6 @@
 """A guard that stops the sweep's servers if the sweep process dies without stopping them.
 
-`workbench.server` stops a server's whole process group on every path Python sees (exceptions,
+`workbench.serving.server` stops a server's whole process group on every path Python sees (exceptions,
 Ctrl-C, a failed start). A SIGKILL of the sweep process, an OOM kill or a closed terminal are paths
 Python never sees: the server — possibly still in its minutes-long start — would keep running,
 holding memory and cores, and the resumed sweep would compete with it.

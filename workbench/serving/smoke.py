@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import httpx
 import pandas as pd
 
-from workbench.crash import CrashReport, false_ready
-from workbench.server import Server
+from workbench.serving.client import list_models
+from workbench.serving.crash import CrashReport, false_ready
+from workbench.serving.server import Server
 
 DEFAULT_PROMPT = "What is the capital of France? Answer in one word."
 DEFAULT_COMPLETION_PROMPT = "The capital of France is"
@@ -119,10 +120,10 @@ def _post_json(client: httpx.Client, url: str, payload: dict) -> dict:
 
 
 def check_models(client: httpx.Client, server: Server) -> tuple[str, str]:
-    response = client.get(f"{server.url}/v1/models")
-    if response.status_code != 200:
-        raise RequestFailed(f"HTTP {response.status_code} from /v1/models: {response.text[:300]}")
-    ids = [m["id"] for m in response.json().get("data", [])]
+    try:
+        ids = [m.id for m in list_models(server.url, client=client)]
+    except httpx.HTTPStatusError as exc:
+        raise RequestFailed(f"HTTP {exc.response.status_code} from /v1/models: {exc.response.text[:300]}") from None
     if server.model not in ids:
         raise CheckFailed(f"/v1/models lists {ids}, not {server.model!r}")
     return f"serves {ids}", ""
