@@ -24,8 +24,7 @@ from typing import Any
 
 import pandas as pd
 import torch
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from ascend_backend.registry import REGISTRY, Backend
 from workbench import settings
@@ -33,19 +32,18 @@ from workbench.accuracy.metrics import TensorComparison, Verdict, compare_tensor
 from workbench.accuracy.op_inputs import BUILDERS, OpInputs, make_inputs
 from workbench.dtypes import dtype_name, parse_dtype
 from workbench.errors import WorkbenchError
+from workbench.recipes import Frozen, load_recipe_file
 
 _VERDICT_ORDER = {Verdict.PASS: 0, Verdict.WARNING: 1, Verdict.ERROR: 2}
 
 
 # ----------------------------------------------------------------------------- recipe schema
-class _OpEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _OpEntry(Frozen):
     cases: list[dict[str, int]] = Field(min_length=1)
     dtypes: list[str] | None = None
 
 
-class _SuiteFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _SuiteFile(Frozen):
     description: str = ""
     dtypes: list[str] = Field(default_factory=lambda: ["float16", "bfloat16", "float32"])
     seed: int = 0
@@ -98,15 +96,7 @@ def load_cases(paths: Sequence[Path] | None = None, ops: Sequence[str] = ()) -> 
 def _cases_from_file(path: Path) -> list[OpCase]:
     if not path.is_file():
         raise WorkbenchError(f"op-suite recipe {path} not found")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-        suite = _SuiteFile.model_validate(raw)
-    except yaml.YAMLError as exc:
-        raise WorkbenchError(f"{path}: not valid YAML: {exc}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise WorkbenchError(f"{path}: {where}: {first['msg']}") from None
+    suite = load_recipe_file(_SuiteFile, path, what="op-suite recipe", required="'ops'")
     cases = []
     for op, entry in suite.ops.items():
         if op not in REGISTRY.ops():

@@ -14,19 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from workbench import settings
 from workbench.errors import WorkbenchError
-from workbench.recipes import EngineArgs, ServingRecipe
+from workbench.recipes import EngineArgs, Frozen, ServingRecipe, load_recipe_file
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FeatureSpec(_Frozen):
+class FeatureSpec(Frozen):
     """One switch: the engine fields, extra CLI args, compilation-config fields and env it sets."""
 
     name: str
@@ -53,7 +48,7 @@ class FeatureSpec(_Frozen):
         return self
 
 
-class CompareSpec(_Frozen):
+class CompareSpec(Frozen):
     """How outputs are compared with the baseline's greedy outputs."""
 
     prompts: tuple[str, ...] = (
@@ -69,7 +64,7 @@ class CompareSpec(_Frozen):
     logprob_tolerance: float = Field(0.05, gt=0)
 
 
-class FeaturePlan(_Frozen):
+class FeaturePlan(Frozen):
     name: str
     target: str  # "cpu" | "ascend" | "cuda": documentation and a guard against the wrong plan
     description: str = ""
@@ -122,24 +117,11 @@ def default_plan_for(recipe: ServingRecipe) -> Path:
 
 
 def load_plan(path: str | Path) -> FeaturePlan:
+    """Read and validate a feature plan; any problem is one WorkbenchError naming file and key."""
     path = Path(path)
     if not path.is_file():
         raise WorkbenchError(f"feature plan {path} not found; plans live in {features_dir()}")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise WorkbenchError(f"{path}: not valid YAML: {exc}") from None
-    try:
-        return FeaturePlan.model_validate({**raw, "source": path})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            fields = FeaturePlan.model_fields if len(err["loc"]) == 1 else FeatureSpec.model_fields
-            close = difflib.get_close_matches(str(err["loc"][-1]), list(fields), n=1)
-            msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
-        raise WorkbenchError(f"{path}: {where}: {msg}") from None
+    return load_recipe_file(FeaturePlan, path, what="feature plan", required="'baseline', 'features' and 'order'")
 
 
 def compose(recipe: ServingRecipe, baseline: FeatureSpec, features: Sequence[FeatureSpec]) -> ServingRecipe:

@@ -21,6 +21,8 @@ from workbench.envcheck.result import CheckResult, Group, failed, passed, skippe
 
 G = Group.CANN
 TOOLKIT_ENV_VARS = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
+ATB_VERSION_KEY = "Ascend-cann-atb"  # in nnal/atb/<ver>/version.info: "Ascend-cann-atb : 8.2.RC1"
+KERNELS_COMPONENT = "opp_kernel"  # the Ascend-cann-kernels-<soc> package installs as <toolkit>/opp_kernel
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,32 @@ def find_cann(ctx: CheckContext) -> CannInstall:
             set_env = next((p for p in (path / "set_env.sh", path.parent / "set_env.sh") if p.is_file()), None)
             return CannInstall(path, via, version, source, components, set_env, bad)
     return CannInstall(None, "", bad_env=bad)
+
+
+def kernels_version(cann: CannInstall) -> str | None:
+    """Release of the operator kernels package (e.g. '8.2.RC1'), None when it is not installed.
+
+    From `<toolkit>/opp_kernel/version.info` (version_dir), else version.cfg's
+    `opp_kernel_running_version=[inner:release]` (older layouts without per-component directories).
+    """
+    if cann.toolkit is None:
+        return None
+    found = dict(cann.component_versions).get(KERNELS_COMPONENT)
+    if found:
+        return found
+    cfg = cann.toolkit / "version.cfg"
+    if cfg.is_file():
+        entry = parse_version_cfg(cfg.read_text(encoding="utf-8", errors="replace")).get(
+            f"{KERNELS_COMPONENT}_running_version"
+        )
+        return entry[1] if entry else None
+    return None
+
+
+def nnal_atb_version(ctx: CheckContext) -> str | None:
+    """NNAL/ATB release from `<root>/nnal/atb/<latest|ver>/version.info`, None when not installed."""
+    info = _atb_version_file(ctx)
+    return (read_key_values(info) or {}).get(ATB_VERSION_KEY) if info else None
 
 
 def check_toolkit(cann: CannInstall, presence: NpuPresence, ctx: CheckContext) -> CheckResult:
@@ -205,7 +233,7 @@ def check_nnal(cann: CannInstall, presence: NpuPresence, ctx: CheckContext) -> C
             f"{ctx.ascend_root}/nnal/atb/set_env.sh (vllm-ascend needs libatb.so)",
         )
     values = read_key_values(info) or {}
-    version = values.get("Ascend-cann-atb")
+    version = values.get(ATB_VERSION_KEY)
     observed = f"ATB {version or '?'} ({info})"
     if version and cann.version and not _same_release(version, cann.version):
         return failed(

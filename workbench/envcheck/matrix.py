@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import field_validator
 
-from workbench.errors import WorkbenchError
+from workbench.recipes.reader import Frozen, load_recipe_file
 
 
 class Platform(str, enum.Enum):
@@ -47,18 +46,14 @@ def _version_text(value: Any) -> str:
     return text
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MatrixSource(_Frozen):
+class MatrixSource(Frozen):
     title: str
     url: str
     commit: str | None = None
     taken: str  # ISO date the table was copied
 
 
-class MatrixRow(_Frozen):
+class MatrixRow(Frozen):
     """One verified combination. A field left out (None) is not part of this row's contract."""
 
     name: str
@@ -107,7 +102,7 @@ class MatrixRow(_Frozen):
         return ", ".join(parts)
 
 
-class MatrixFile(_Frozen):
+class MatrixFile(Frozen):
     platform: Platform
     mismatch: Severity = Severity.FAIL
     source: MatrixSource
@@ -129,34 +124,11 @@ class Matrix:
     table: MatrixFile
 
 
-def _describe(err: dict[str, Any]) -> str:
-    dotted = ""
-    for part in err["loc"]:
-        dotted += f"[{part}]" if isinstance(part, int) else (f".{part}" if dotted else str(part))
-    dotted = dotted or "(top level)"
-    if err["type"] == "extra_forbidden":
-        return f"{dotted}: unknown key"
-    if err["type"] == "missing":
-        return f"{dotted}: required key is missing"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    return f"{dotted}: {message}"
-
-
 def load_matrix(path: Path | str) -> Matrix:
     """Read and validate one matrix file; any problem is one WorkbenchError naming file and key."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise WorkbenchError(f"{path}: cannot read the matrix file ({exc.strerror}); check --matrix") from None
-    except yaml.YAMLError as exc:
-        raise WorkbenchError(f"{path}: not valid YAML ({exc}); fix the syntax at the line shown") from None
-    if not isinstance(data, dict):
-        raise WorkbenchError(f"{path}: a matrix file is a mapping with 'platform', 'source' and 'rows'")
-    try:
-        return Matrix(path, MatrixFile.model_validate(data))
-    except ValidationError as exc:
-        raise WorkbenchError(f"{path}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+    table = load_recipe_file(MatrixFile, path, what="matrix file", required="'platform', 'source' and 'rows'")
+    return Matrix(path, table)
 
 
 def load_matrices(paths: tuple[Path, ...] | list[Path]) -> list[Matrix]:

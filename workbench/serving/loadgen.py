@@ -36,7 +36,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,6 +70,27 @@ class SLO:
         return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2el_ms))
 
 
+def workload_problems(
+    input_lens: Sequence[int],
+    output_lens: Sequence[int],
+    concurrencies: Sequence[int] = (),
+    request_rates: Sequence[float] = (),
+    prefix_ratios: Sequence[float] = (0.0,),
+    burstiness: float = 1.0,
+) -> list[str]:
+    """The bounds every workload obeys, for one load run or a sweep's lists of values alike."""
+    problems = []
+    if any(v < 1 for v in (*input_lens, *output_lens)):
+        problems.append(f"input_len and output_len must be >= 1, got {list(input_lens)}, {list(output_lens)}")
+    if any(c < 1 for c in concurrencies):
+        problems.append(f"concurrency must be >= 1, got {list(concurrencies)}")
+    if any(r <= 0 for r in request_rates) or burstiness <= 0:
+        problems.append("request_rate and burstiness must be > 0")
+    if any(not 0.0 <= r < 1.0 for r in prefix_ratios):
+        problems.append(f"prefix_ratio must be in [0, 1), got {list(prefix_ratios)}")
+    return problems
+
+
 @dataclass(frozen=True)
 class Workload:
     """One load run's shape. Exactly one of num_prompts / duration_s; concurrency and/or request_rate."""
@@ -88,7 +109,10 @@ class Workload:
     request_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
-        problems = []
+        problems = workload_problems(
+            (self.input_len,), (self.output_len,), () if self.concurrency is None else (self.concurrency,),
+            (self.request_rate,), (self.prefix_ratio,), self.burstiness,
+        )
         if (self.num_prompts is None) == (self.duration_s is None):
             problems.append("give exactly one of num_prompts (--num-prompts) or duration_s (--duration)")
         if self.num_prompts is not None and self.num_prompts < 1:
@@ -97,14 +121,6 @@ class Workload:
             problems.append(f"duration_s must be > 0, got {self.duration_s}")
         if self.concurrency is None and math.isinf(self.request_rate):
             problems.append("give concurrency (--concurrency) or a finite request_rate (--request-rate)")
-        if self.concurrency is not None and self.concurrency < 1:
-            problems.append(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.request_rate <= 0 or self.burstiness <= 0:
-            problems.append("request_rate and burstiness must be > 0")
-        if self.input_len < 1 or self.output_len < 1:
-            problems.append(f"input_len and output_len must be >= 1, got {self.input_len}, {self.output_len}")
-        if not 0.0 <= self.prefix_ratio < 1.0:
-            problems.append(f"prefix_ratio must be in [0, 1), got {self.prefix_ratio}")
         if problems:
             raise WorkbenchError("load workload: " + "; ".join(problems))
 

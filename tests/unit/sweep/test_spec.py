@@ -115,7 +115,7 @@ def test_slo_per_request_takes_the_tightest_limit():
         ({"repeat": 2}, "repeat: unknown key; did you mean 'repeats'?"),
         ({"workload.num_prompts": None}, "workload.num_prompts: required key is missing"),
         ({"workload.concurrency": None}, "give concurrency"),
-        ({"workload.prefix_ratio": 1.5}, "prefix_ratio values must be in [0, 1)"),
+        ({"workload.prefix_ratio": 1.5}, "prefix_ratio must be in [0, 1), got [1.5]"),
         ({"grid.kv_cache_memory_bytes": ["lots"]}, "is not a byte count"),
         ({"repeats": 0}, "repeats: Input should be greater than or equal to 1"),
     ],
@@ -131,7 +131,7 @@ def test_errors_name_file_key_and_fix(tmp_path, change, expected):
 def test_unknown_key_in_points_and_misspelt_base(tmp_path):
     data = with_changes(grid=None)
     data["points"] = [{"blok_size": 32}]
-    with pytest.raises(WorkbenchError, match=r"points\.0\.blok_size: unknown key; did you mean 'block_size'\?"):
+    with pytest.raises(WorkbenchError, match=r"points\[0\]\.blok_size: unknown key; did you mean 'block_size'\?"):
         load_sweep_spec(write(tmp_path, data))
     with pytest.raises(WorkbenchError, match="base: .*did you mean 'cpu-tiny'"):
         load_sweep_spec(write(tmp_path, with_changes(base="cpu-tinny")))

@@ -1,32 +1,25 @@
-"""Recipes: the declarative data under `recipes/`, validated into frozen objects.
+"""Serving recipes (`recipes/serving/*.yaml`): one vLLM OpenAI-compatible server each.
 
-This module is the only reader of `recipes/`. Every recipe is parsed with pydantic models that are
-frozen (a loaded recipe cannot drift while a run uses it) and forbid unknown keys (a typo such as
-`max_num_seq` must fail loudly, not be ignored and leave vLLM on its default). A validation failure
-becomes one `WorkbenchError` naming the file, the dotted key and, where it can, the closest valid key
-or value (difflib), e.g.
+A recipe says which model, dtype, context length, engine arguments and environment variables a server
+runs with; `workbench.serving.server` turns it into a command line, the recipe itself never launches
+anything. It is read through the one recipe reader (`workbench.recipes.reader`), so a typo fails with
+the file, the key and the closest valid key:
 
     recipes/serving/cpu-tiny.yaml: engine.max_num_seq: unknown key; did you mean 'max_num_seqs'?
-
-Serving recipes (`recipes/serving/*.yaml`) describe one vLLM OpenAI server: which model, dtype,
-context length, engine arguments and environment variables. `workbench.serving.server` turns them into a
-command line; the recipe itself never launches anything.
 """
 
 from __future__ import annotations
 
-import difflib
 import enum
 import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
-from workbench.errors import WorkbenchError
+from workbench.recipes.reader import Frozen, load_recipe_file, resolve_recipe_path, validate_recipe
 from workbench.settings import recipes_dir
 
 EMBEDDED_PREFIX = "embedded:"
@@ -47,10 +40,6 @@ class DType(str, enum.Enum):
     FLOAT32 = "float32"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
-
-
 _BYTE_UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
 
 
@@ -65,7 +54,12 @@ def parse_bytes(value: int | str) -> int:
     return int(float(match.group(1)) * _BYTE_UNITS[unit])
 
 
-class EngineArgs(_Frozen):
+# A byte count written as 1073741824, '512MiB' or '2GiB'; the parsing travels with the type, so sweep
+# axes derived from EngineArgs parse the same way.
+ByteCount = Annotated[int, BeforeValidator(parse_bytes), Field(ge=1)]
+
+
+class EngineArgs(Frozen):
     """vLLM engine arguments a porting session actually tunes; anything else goes in `extra_args`.
 
     None means "leave vLLM's default": the launcher passes only what the recipe sets, so a recipe
@@ -75,7 +69,7 @@ class EngineArgs(_Frozen):
     max_num_seqs: int | None = Field(None, ge=1)
     block_size: int | None = Field(None, ge=1)
     gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)
-    kv_cache_memory_bytes: int | None = Field(None, ge=1)
+    kv_cache_memory_bytes: ByteCount | None = None
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1)
@@ -86,11 +80,6 @@ class EngineArgs(_Frozen):
     data_parallel_size: int = Field(1, ge=1)
     distributed_executor_backend: Literal["mp", "ray", "uni"] | None = None
     extra_args: tuple[str, ...] = ()
-
-    @field_validator("kv_cache_memory_bytes", mode="before")
-    @classmethod
-    def _bytes(cls, value: Any) -> Any:
-        return None if value is None else parse_bytes(value)
 
     @field_validator("extra_args", mode="before")
     @classmethod
@@ -122,7 +111,7 @@ class EngineArgs(_Frozen):
         return tuple(args) + self.extra_args
 
 
-class ServingRecipe(_Frozen):
+class ServingRecipe(Frozen):
     """One vLLM OpenAI-compatible server: model, precision, context, engine args, environment.
 
     `model` is `embedded:<name>` (a model the workbench prepares, see `workbench.embedded_models`),
@@ -192,7 +181,7 @@ class ServingRecipe(_Frozen):
                 data[key] = {**data[key], **value}
             else:
                 data[key] = value
-        return _validate(ServingRecipe, data, self.source or Path(f"<{self.name}>"), source=self.source)
+        return validate_recipe(ServingRecipe, data, self.source or f"<recipe {self.name}>")
 
 
 def stable_hash(data: Any) -> str:
@@ -213,35 +202,6 @@ def list_serving_recipes() -> list[str]:
     return sorted(p.stem for p in serving_dir().glob("*.yaml"))
 
 
-def resolve_recipe_path(directory: Path, name_or_path: str | Path, what: str) -> Path:
-    """A recipe file from a path, or from a name shipped in `directory` (e.g. 'cpu-tiny').
-
-    `what` names the kind in the error ("serving recipe", "sweep spec"), which also lists the shipped ones.
-    """
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
-        return path
-    shipped = directory / f"{path.stem if path.suffix in ('.yaml', '.yml') else name_or_path}.yaml"
-    if shipped.is_file():
-        return shipped
-    known = sorted(p.stem for p in directory.glob("*.yaml"))
-    close = difflib.get_close_matches(path.stem, known, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    raise WorkbenchError(f"{what} {str(name_or_path)!r} not found (shipped: {', '.join(known) or 'none'}){hint}")
-
-
-def read_recipe_mapping(path: Path, what: str, required: str) -> dict[str, Any]:
-    """The YAML mapping in `path`, named after its file unless it names itself; one clear error otherwise."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise WorkbenchError(f"{path}: not valid YAML ({exc}); fix the syntax at the line shown") from None
-    if not isinstance(data, dict):
-        raise WorkbenchError(f"{path}: a {what} is a mapping with at least {required}")
-    data.setdefault("name", path.stem)
-    return data
-
-
 def resolve_serving_path(name_or_path: str | Path) -> Path:
     """A recipe file from a path, or from a shipped name such as 'cpu-tiny'."""
     return resolve_recipe_path(serving_dir(), name_or_path, "serving recipe")
@@ -250,65 +210,4 @@ def resolve_serving_path(name_or_path: str | Path) -> Path:
 def load_serving_recipe(name_or_path: str | Path) -> ServingRecipe:
     """Read and validate a serving recipe file; any problem is one WorkbenchError naming file and key."""
     path = resolve_serving_path(name_or_path)
-    data = read_recipe_mapping(path, "serving recipe", "'name' and 'model'")
-    return _validate(ServingRecipe, data, path, source=path.resolve())
-
-
-RecipeT = TypeVar("RecipeT", bound=BaseModel)
-
-
-def _validate(model: type[RecipeT], data: dict[str, Any], path: Path, *, source: Path | None) -> RecipeT:
-    """Validate `data` (read from `path`) into `model`; errors become one WorkbenchError naming file and key.
-
-    Any recipe kind (serving, and later feature plans or sweep specs) can use it: its models should
-    subclass `_Frozen` and may carry a `source` field.
-    """
-    payload = {**data, "source": source} if "source" in model.model_fields else data
-    try:
-        return model.model_validate(payload)
-    except ValidationError as exc:
-        raise WorkbenchError(f"{path}: " + "; ".join(_describe_error(model, err) for err in exc.errors())) from None
-
-
-# -- error messages --------------------------------------------------------------------------------
-
-
-def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The pydantic model that owns the key at `loc` (for 'engine.block_size' that is EngineArgs)."""
-    current: type[BaseModel] | None = model
-    for part in loc[:-1]:
-        if current is None or not isinstance(part, str) or part not in current.model_fields:
-            return None
-        annotation = current.model_fields[part].annotation
-        current = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-    return current
-
-
-def _allowed_values(owner: type[BaseModel] | None, key: Any) -> list[str]:
-    if owner is None or key not in owner.model_fields:
-        return []
-    annotation = owner.model_fields[key].annotation
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return [member.value for member in annotation]
-    args = getattr(annotation, "__args__", ())
-    literal_args = [a for arg in args for a in getattr(arg, "__args__", ()) if isinstance(a, str)]
-    return literal_args
-
-
-def _describe_error(model: type[BaseModel], err: Any) -> str:
-    loc = tuple(err["loc"])
-    dotted = ".".join(str(part) for part in loc) or "(top level)"
-    owner = _model_at(model, loc)
-    if err["type"] == "extra_forbidden":
-        valid = [k for k in (owner.model_fields if owner else {}) if k != "source"]
-        close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
-        hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(valid)}"
-        return f"{dotted}: unknown key; {hint}"
-    if err["type"] == "missing":
-        return f"{dotted}: required key is missing"
-    message = f"{dotted}: {err['msg']} (got {err.get('input')!r})"
-    allowed = _allowed_values(owner, loc[-1] if loc else None)
-    if allowed:
-        close = difflib.get_close_matches(str(err.get("input")), allowed, n=1, cutoff=0.3)
-        message += f"; did you mean '{close[0]}'?" if close else f"; valid values: {', '.join(allowed)}"
-    return message
+    return load_recipe_file(ServingRecipe, path, what="serving recipe", required="'name' and 'model'", name_from_file=True)

@@ -1,0 +1,14 @@
+"""Version lock and the regression gate (docs/METHOD.md §16): the stack written down, every change re-measured.
+
+- `host`, `hashing`: the parts of the stack fingerprint the pre-flight does not read (OS, kernel,
+  container; model content hashes); `workbench.provenance.stack()` assembles the whole fingerprint.
+- `stackdiff`: the difference between two fingerprints, each change with what it means.
+- `lockfile`: `lock write` / `lock check` (the fingerprint plus pip constraints, compared with a machine).
+- `results`: reads the result files the workbench writes (bench JSON, sweep results.jsonl, compare-ops JSON).
+- `store`: named baselines under the workbench data directory.
+- `thresholds`, `compare`: the noise-aware, metric-by-metric comparison behind `regress`.
+- `measure`, `charts`, `notebook`: repeated bench runs, figures and notebook helpers.
+
+Nothing is imported here, so `workbench.provenance` can use `host` and `hashing` without pulling in
+pandas or the comparison code.
+"""

@@ -1,0 +1,68 @@
+"""`ascend-workbench lock`: write the exact stack down, and check a machine against it (docs/METHOD.md §16).
+
+    ascend-workbench lock write --out deploy/stack.lock.yaml    # + deploy/stack.constraints.txt
+    ascend-workbench lock check deploy/stack.lock.yaml          # exit 1 on a difference that counts
+
+`check` is meant for CI and for a container's start-up script: every difference is listed with what it
+means ("CANN changed: ... re-run the benchmarks and the op suite"); notes (another hostname, another
+container instance) do not fail it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("lock", help="write the stack fingerprint + pip constraints; check a machine against it")
+    actions = parser.add_subparsers(dest="lock_action", metavar="ACTION")
+    actions.required = True
+
+    write = actions.add_parser(
+        "write",
+        help="write the stack fingerprint and a pip constraints file",
+        description="Write FILE (YAML: Python, packages, CANN toolkit/kernels/NNAL, driver, firmware, chip and "
+        "cards, OS, kernel, container) and a pip constraints file beside it.",
+    )
+    write.add_argument("--out", type=Path, required=True, metavar="FILE", help="lock file to write (e.g. stack.lock.yaml)")
+    write.add_argument(
+        "--constraints", type=Path, metavar="FILE", help="pip constraints file (default: <stem>.constraints.txt beside --out)"
+    )
+    write.set_defaults(handler=run_write)
+
+    check = actions.add_parser(
+        "check",
+        help="compare this machine with a lock file; exit 1 on a difference",
+        description="List every difference between this machine and FILE with what it means. Exit 0 when "
+        "nothing that can move a result differs, 1 otherwise, 2 when FILE is missing or malformed.",
+    )
+    check.add_argument("file", type=Path, metavar="FILE", help="a lock file written by `lock write`")
+    check.add_argument("--json", type=Path, metavar="OUT", help="also write the differences as JSON")
+    check.set_defaults(handler=run_check)
+
+
+def run_write(args: argparse.Namespace) -> int:
+    from workbench.lock.lockfile import write_lock
+
+    lock, constraints = write_lock(args.out, constraints=args.constraints)
+    print(f"lock file:   {lock}")
+    print(f"constraints: {constraints}")
+    print(f"check with:  ascend-workbench lock check {lock}")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from workbench.lock.lockfile import check_lock, format_check, read_lock
+
+    lock = read_lock(args.file)
+    result = check_lock(lock)
+    print(format_check(result, args.file))
+    if args.json:
+        from workbench.provenance import provenance
+
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        document = {"lock_file": str(args.file), "ok": result.ok, "differences": result.rows(), "provenance": provenance()}
+        args.json.write_text(json.dumps(document, indent=1))
+    return 0 if result.ok else 1
