@@ -87,7 +87,9 @@ def file_digests(paths: list[Path], *, cache: Path | None = None) -> dict[Path, 
             or (entry.get("size"), entry.get("mtime_ns")) != (stats[p].st_size, stats[p].st_mtime_ns)
         ]
         total = sum(stats[p].st_size for p in todo)
-        with tqdm(total=total, unit="B", unit_scale=True, desc="hashing weights", disable=total < PROGRESS_FROM_BYTES) as bar:
+        with tqdm(
+            total=total, unit="B", unit_scale=True, desc="hashing weights", disable=total < PROGRESS_FROM_BYTES
+        ) as bar:
             for path in todo:
                 known[str(path.resolve())] = {
                     "size": stats[path].st_size,

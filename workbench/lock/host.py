@@ -42,8 +42,10 @@ class Container:
 def os_name(os_release: Path = Path("/etc/os-release")) -> str:
     """'Debian GNU/Linux 12 (bookworm)' from os-release's PRETTY_NAME, else 'Linux' (platform.system())."""
     values = read_key_values(os_release) or {}
-    return values.get("PRETTY_NAME") or " ".join(filter(None, (values.get("NAME"), values.get("VERSION_ID")))) or (
-        platform.system()
+    return (
+        values.get("PRETTY_NAME")
+        or " ".join(filter(None, (values.get("NAME"), values.get("VERSION_ID"))))
+        or (platform.system())
     )
 
 

@@ -55,7 +55,9 @@ class LockFile(Frozen):
     def _stack_has_basics(cls, value: dict[str, Any]) -> dict[str, Any]:
         missing = [k for k in REQUIRED_STACK_KEYS if k not in value]
         if missing:
-            raise ValueError(f"the fingerprint lacks {', '.join(missing)}; write the file with `ascend-workbench lock write`")
+            raise ValueError(
+                f"the fingerprint lacks {', '.join(missing)}; write the file with `ascend-workbench lock write`"
+            )
         return _versions_as_text(value)
 
     @field_validator("packages", mode="before")
@@ -108,7 +110,9 @@ def installed_packages(search_path: list[str] | None = None) -> list[Package]:
 def constraints_text(packages: list[Package], header: str) -> str:
     lines = [f"# {line}" for line in header.splitlines()]
     for p in packages:
-        lines.append(f"{p.name}=={p.version}" if p.pinnable else f"# {p.name}=={p.version}: local/editable install, not pinnable")
+        lines.append(
+            f"{p.name}=={p.version}" if p.pinnable else f"# {p.name}=={p.version}: local/editable install, not pinnable"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -78,8 +78,17 @@ def _rate(value: Any) -> float | None:
 
 def load_identity(workload: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What must match for two load runs to be comparable (the seed and timeouts left out)."""
-    keys = ("input_len", "output_len", "num_prompts", "duration_s", "concurrency", "request_rate", "burstiness",
-            "prefix_ratio", "temperature")
+    keys = (
+        "input_len",
+        "output_len",
+        "num_prompts",
+        "duration_s",
+        "concurrency",
+        "request_rate",
+        "burstiness",
+        "prefix_ratio",
+        "temperature",
+    )
     identity = {k: workload.get(k, _IDENTITY_DEFAULTS.get(k)) for k in keys}
     identity["request_rate"] = _rate(identity["request_rate"])
     if params:
@@ -114,15 +123,29 @@ def _bench_run(data: dict[str, Any], source: str) -> Run:
     summary = data.get("summary") or {}
     failed = int(summary.get("failed") or 0)
     status = "ok" if failed == 0 else f"{failed} of {summary.get('sent')} requests failed"
-    return Run(RunKind.BENCH, source, series_label(RunKind.BENCH, identity), identity, data.get("meta") or {},
-               metrics=_numbers(summary), status=status)
+    return Run(
+        RunKind.BENCH,
+        source,
+        series_label(RunKind.BENCH, identity),
+        identity,
+        data.get("meta") or {},
+        metrics=_numbers(summary),
+        status=status,
+    )
 
 
 def _sweep_run(point: dict[str, Any], source: str) -> Run:
     identity = load_identity(point.get("workload") or {}, point.get("params") or {})
     status = str(point.get("status") or "ok")
-    return Run(RunKind.SWEEP_POINT, f"{source} [{point.get('point_id')}]", series_label(RunKind.SWEEP_POINT, identity),
-               identity, point.get("fingerprint") or {}, metrics=_numbers(point.get("summary") or {}), status=status)
+    return Run(
+        RunKind.SWEEP_POINT,
+        f"{source} [{point.get('point_id')}]",
+        series_label(RunKind.SWEEP_POINT, identity),
+        identity,
+        point.get("fingerprint") or {},
+        metrics=_numbers(point.get("summary") or {}),
+        status=status,
+    )
 
 
 def _op_suite_run(rows: list[dict[str, Any]], stamp: dict[str, Any], source: str) -> Run:
@@ -132,8 +155,14 @@ def _op_suite_run(rows: list[dict[str, Any]], stamp: dict[str, Any], source: str
 
 def _dump_compare_run(data: dict[str, Any], source: str) -> Run:
     verdicts = {str(r["key"]): str(r["verdict"]) for r in data.get("rows") or []}
-    return Run(RunKind.DUMP_COMPARE, source, RunKind.DUMP_COMPARE.value, {"modules": len(verdicts)},
-               data.get("provenance") or {}, verdicts=verdicts)
+    return Run(
+        RunKind.DUMP_COMPARE,
+        source,
+        RunKind.DUMP_COMPARE.value,
+        {"modules": len(verdicts)},
+        data.get("provenance") or {},
+        verdicts=verdicts,
+    )
 
 
 def _not_a_result(path: Path, why: str) -> WorkbenchError:

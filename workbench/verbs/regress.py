@@ -1,0 +1,59 @@
+"""`ascend-workbench regress --baseline NAME RESULT...`: the regression gate (docs/METHOD.md §16).
+
+    ascend-workbench regress --baseline tiny-good runs/now-1.json runs/now-2.json runs/now-3.json
+
+Compares the results with the stored baseline metric by metric (output throughput, TTFT / TPOT / E2E
+percentiles, accuracy verdicts), with the noise rule of `workbench.lock.compare`, and prints the stack
+difference beside each regression. Exit 0: no regression; 1: a regression (or, with --fail-on-thin, a
+worse metric on single runs); 2: a bad input (unknown baseline, unreadable file, different workloads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "regress",
+        help="compare results with a stored baseline; exit 1 on a regression",
+        description="Compare RESULT files (bench --json, sweep results.jsonl, compare-ops/compare-dumps --json) "
+        "with the baseline NAME metric by metric. A change counts when it is beyond its threshold "
+        "(recipes/regress/thresholds.yaml) and, with repeats on both sides, larger than the run-to-run spread of both.",
+    )
+    parser.add_argument("--baseline", required=True, metavar="NAME", help="a baseline stored with `baseline save`")
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULT", help="result files of the runs to judge")
+    parser.add_argument(
+        "--thresholds", metavar="FILE", help="thresholds file (default: recipes/regress/thresholds.yaml)"
+    )
+    parser.add_argument(
+        "--fail-on-thin",
+        action="store_true",
+        help="also exit 1 when a metric is worse beyond its threshold on single runs (thin evidence)",
+    )
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the comparison as JSON (with provenance)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.lock.regress import regress
+    from workbench.lock.report import format_report
+    from workbench.lock.results import read_all
+    from workbench.lock.store import load_baseline
+    from workbench.lock.thresholds import load_thresholds
+
+    thresholds = load_thresholds(args.thresholds)
+    baseline = load_baseline(args.baseline)
+    current = read_all(args.results)
+    report = regress(baseline.name, baseline.runs, current, thresholds, fail_on_thin=args.fail_on_thin)
+    print(format_report(report))
+    if args.json:
+        from workbench.provenance import provenance
+
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        document = report.as_dict() | {"results": [str(p) for p in args.results], "provenance": provenance()}
+        args.json.write_text(json.dumps(document, indent=1))
+        print(f"written: {args.json}")
+    return 1 if report.failed else 0
