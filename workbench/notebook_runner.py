@@ -1,6 +1,6 @@
 """The main job: execute every notebook headless with papermill, keep executed copies and HTML.
 
-Each run gets its own directory, `runs/<UTC timestamp>/`, holding for each notebook the executed
+Each run gets its own directory, `runs/notebooks/<UTC timestamp>/` (`settings.run_dir`), holding for each notebook the executed
 `.ipynb` and its `.html`, plus `index.html` (status, duration, failing cell per notebook) and
 `summary.json`. The summary is rewritten after every notebook, so an interrupted run still shows what
 finished. A failing notebook does not stop the others: the run reports every failure and the caller
@@ -9,7 +9,6 @@ exits non-zero.
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import json
 import time
@@ -61,17 +60,6 @@ def discover(notebooks_dir: Path, only: Sequence[str] = ()) -> list[Path]:
             f"no notebooks to run in {notebooks_dir}" + (f" matching {list(only)}" if only else "")
         )
     return found
-
-
-def new_run_dir(root: Path) -> Path:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    run_dir = root / stamp
-    suffix = 1
-    while run_dir.exists():  # two runs in the same second get distinct folders
-        run_dir = root / f"{stamp}-{suffix}"
-        suffix += 1
-    run_dir.mkdir(parents=True)
-    return run_dir
 
 
 def run_notebooks(
@@ -173,13 +161,9 @@ def _failing_cell_index(executed: Path, exec_count: int | None) -> int | None:
 
 
 def _to_html(executed: Path) -> str:
-    import nbformat
-    from nbconvert import HTMLExporter
+    from workbench.notebook_html import notebook_to_html
 
-    body, _resources = HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
-    target = executed.with_suffix(".html")
-    target.write_text(body, encoding="utf-8")
-    return target.name
+    return notebook_to_html(executed).name
 
 
 def _write_summary(report: RunReport) -> None:

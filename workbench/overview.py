@@ -11,28 +11,10 @@ import pandas as pd
 import torch
 
 import ascend_backend
-from ascend_backend.device import DeviceKind, detect
-from ascend_backend.registry import REGISTRY, Backend
-from workbench.accuracy.op_inputs import make_inputs
-from workbench.dtypes import dtype_name, parse_dtype
-from workbench.errors import WorkbenchError
-
-
-def resolve_device(name: str = "auto") -> torch.device:
-    """'auto' -> the detected device; otherwise a torch device string that must be usable here."""
-    if name == "auto":
-        return detect().torch_device
-    kind = ascend_backend.device.kind_of(name)
-    if kind is DeviceKind.NPU and not ascend_backend.device.npu_status().available:
-        status = ascend_backend.device.npu_status()
-        raise WorkbenchError(f"device {name!r}: NPU not usable here ({status.kind.value}: {status.detail}). Fix: {status.fix}")
-    try:
-        device = torch.device(name)
-    except RuntimeError as exc:
-        raise WorkbenchError(f"device {name!r} is not a device name (use auto, cpu, cuda:0, npu:0): {exc}") from None
-    if kind is DeviceKind.CUDA and not torch.cuda.is_available():
-        raise WorkbenchError(f"device {name!r}: no CUDA device visible; use device='auto' or 'cpu'")
-    return device
+from ascend_backend.device import detect
+from ascend_backend.registry import REGISTRY
+from workbench.devices import resolve_device
+from workbench.dtypes import parse_dtype
 
 
 def device_table() -> pd.DataFrame:
@@ -78,34 +60,18 @@ def compare_op(
     device: str = "auto",
     seed: int = 0,
 ) -> pd.DataFrame:
-    """The chosen implementation on `device` in `dtype` vs native float32 on CPU, one row per shape."""
-    from workbench.accuracy.metrics import compare_tensors
+    """The chosen implementation on `device` in `dtype` vs native float32 on CPU, one row per shape.
+
+    Each shape is one op-suite case run by the suite's own case runner, so this table and notebook 04's
+    report the same numbers for the same op, dtype and size (the reference sees the inputs rounded to
+    `dtype`: it measures the op's arithmetic, not input rounding).
+    """
+    from workbench.accuracy.op_inputs import as_params
+    from workbench.accuracy.opsuite import OpCase, run_case
 
     REGISTRY.entry(op)  # unknown op -> error listing the known ones
     target = resolve_device(device)
-    torch_dtype = parse_dtype(dtype)
-    selection = REGISTRY.select(op, target)
-    native = REGISTRY.impl(op, Backend.NATIVE)
-    rows = []
-    for shape in shapes:
-        inputs = make_inputs(op, shape, seed)
-        reference = _first_tensor(native(*inputs.args))
-        test = _first_tensor(REGISTRY.dispatch(op, target, *inputs.to(target, torch_dtype).args))
-        result = compare_tensors(test.cpu(), reference)
-        rows.append({
-            "op": op, "shape": "x".join(map(str, shape)), "dtype": dtype_name(torch_dtype),
-            "device": str(target), "implementation": selection.backend.value,
-            "cosine": result.cosine, "max_abs_err": result.max_abs_err, "max_rel_err": result.max_rel_err,
-            "one_thousandth_ratio": result.one_thousandth_ratio, "verdict": _verdict_text(result),
-        })
-    return pd.DataFrame(rows)
-
-
-def _first_tensor(out: object) -> torch.Tensor:
-    # Ops returning (out, residual) or (query, key): compare the primary output.
-    return out[0] if isinstance(out, tuple) else out  # type: ignore[index,return-value]
-
-
-def _verdict_text(result: object) -> str:
-    verdict = result.verdict
-    return getattr(verdict, "value", str(verdict))
+    cases = [OpCase(op, tuple(sorted(as_params(op, shape).items())), parse_dtype(dtype), seed) for shape in shapes]
+    columns = ["op", "case", "dtype", "device", "implementation", "verdict", "cosine", "max_abs_err",
+               "max_rel_err", "one_thousandth_ratio", "reason"]
+    return pd.DataFrame([run_case(case, target).row() for case in cases])[columns]

@@ -7,7 +7,9 @@ ASCEND_WORKBENCH_DATA   what the workbench keeps on purpose: stored baselines fo
 ASCEND_WORKBENCH_IMAGE  the container image this process runs in (name@sha256:digest), for the stack
                         fingerprint; docker does not tell a container its image, so set it in the
                         image (ENV) or the entrypoint
-ASCEND_WORKBENCH_RUNS   where `ascend-workbench run` writes executed notebooks (default ./runs)
+ASCEND_WORKBENCH_RUNS   where results of runs go: the main job's report, sweeps, bisects, dumps, server logs
+                        (default: the project's runs/ in a source checkout — also when a notebook runs
+                        in JupyterLab, whose working directory is notebooks/ — else ./runs)
 ASCEND_WORKBENCH_ASCEND_ROOT
                         the Ascend install root the pre-flight inspects (default /usr/local/Ascend);
                         read by workbench.envcheck from its environment snapshot so tests can point
@@ -16,6 +18,7 @@ ASCEND_WORKBENCH_ASCEND_ROOT
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -35,7 +38,39 @@ def container_image() -> str | None:
 
 
 def runs_dir() -> Path:
-    return Path(os.environ.get("ASCEND_WORKBENCH_RUNS") or Path.cwd() / "runs")
+    if os.environ.get("ASCEND_WORKBENCH_RUNS"):
+        return Path(os.environ["ASCEND_WORKBENCH_RUNS"])
+    in_checkout = (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "notebooks").is_dir()
+    return REPO_ROOT / "runs" if in_checkout else Path.cwd() / "runs"
+
+
+def utc_stamp() -> str:
+    """'20261201T153000Z': the one timestamp in names of run folders and log files (sorts by time)."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def run_dir(kind: str, name: str | None = None, *, fresh: bool = False, root: Path | None = None) -> Path:
+    """The one naming rule for folders under runs/:
+
+        runs/<kind>/<name>            a named job (a sweep spec, a bisect of a recipe): rerunning resumes it
+        runs/<kind>/<name>-<stamp>    fresh=True: a new folder each time (created here, so two runs
+        runs/<kind>/<stamp>           started in the same second still get distinct ones: '-1', '-2')
+        runs/<kind>                   no name and not fresh: one shared folder (e.g. repros)
+
+    Named and shared folders are returned, not created; fresh ones are created. `root` replaces runs/.
+    """
+    base = (root or runs_dir()) / kind
+    if not fresh:
+        return base / name if name else base
+    stem = f"{name}-{utc_stamp()}" if name else utc_stamp()
+    candidate, suffix = base / stem, 1
+    base.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            candidate, suffix = base / f"{stem}-{suffix}", suffix + 1
 
 
 def notebooks_dir() -> Path:

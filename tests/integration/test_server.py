@@ -105,3 +105,39 @@ def _running(url: str) -> bool:
         if line.startswith("vllm:num_requests_running") and float(line.rsplit(" ", 1)[1]) > 0:
             return True
     return False
+
+
+KILLED_KERNEL = """
+import sys
+from workbench.recipes import load_serving_recipe
+from workbench.serving.server import connect
+server = connect(recipe=load_serving_recipe("cpu-tiny"), progress=False, log_dir=__import__("pathlib").Path(sys.argv[1]))
+print(server.url, flush=True)
+__import__("time").sleep(900)
+"""
+
+
+def test_a_sigkilled_notebook_kernel_leaves_no_server(server_env, log_dir):
+    """What notebook 03's kernel does — connect(recipe=...) — then an OOM kill: API server, EngineCore and
+    workers must all go (the orphan guard), not keep the port and the memory."""
+    import subprocess
+    import sys
+
+    marker = uuid.uuid4().hex
+    env = {**os.environ, **server_env, CASE_VAR: marker}
+    kernel = subprocess.Popen([sys.executable, "-c", KILLED_KERNEL, str(log_dir)], stdout=subprocess.PIPE,
+                              text=True, env=env)
+    try:
+        url = kernel.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), "the server did not start"
+        assert len(processes_with_marker(marker, CASE_VAR)) >= 3  # the kernel, the API server, EngineCore
+        kernel.send_signal(signal.SIGKILL)
+        kernel.wait(timeout=10)
+        deadline = time.monotonic() + 60
+        while processes_with_marker(marker, CASE_VAR) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert processes_with_marker(marker, CASE_VAR) == []
+    finally:
+        kernel.kill()
+        for pid in processes_with_marker(marker, CASE_VAR):
+            os.kill(pid, signal.SIGKILL)

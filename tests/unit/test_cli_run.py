@@ -13,7 +13,7 @@ from workbench.cli import main
 def test_run_reports_the_failing_notebook_and_cell(tmp_path, capsys):
     code = main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path), "-p", "value=21"])
     assert code == 1
-    (run_dir,) = tmp_path.iterdir()
+    (run_dir,) = (tmp_path / "notebooks").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     by_name = {n["notebook"]: n for n in summary["notebooks"]}
     assert by_name["0_good.ipynb"]["ok"] is True
@@ -66,7 +66,7 @@ def test_a_cell_that_hangs_fails_its_notebook_at_that_cell_and_the_run_goes_on(t
               "import os\nassert os.environ.get('ASCEND_WORKBENCH_HEADLESS') == '1'")
     code = main(["run", "--notebooks", str(notebooks), "--out", str(tmp_path / "runs"), "--cell-timeout", "4"])
     assert code == 1
-    (run_dir,) = (tmp_path / "runs").iterdir()
+    (run_dir,) = (tmp_path / "runs" / "notebooks").iterdir()
     by_name = {n["notebook"]: n for n in json.loads((run_dir / "summary.json").read_text())["notebooks"]}
     hung = by_name["0_hangs.ipynb"]
     assert hung["ok"] is False and hung["failed_cell"] == 2

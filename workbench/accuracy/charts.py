@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-VERDICT_LEVEL = {"pass": 0, "warning": 1, "error": 2}
+from workbench.accuracy.metrics import Verdict
+
 VERDICT_COLOURS = [[0.0, "#2da44e"], [0.5, "#d4a72c"], [1.0, "#cf222e"]]
 
 
@@ -16,7 +17,7 @@ def verdict_heatmap(table: pd.DataFrame, title: str = "Op suite verdicts") -> go
     """
     if table.empty:
         return go.Figure(layout={"title": f"{title}: no results"})
-    frame = table.assign(row=table["op"] + " [" + table["case"] + "]", level=table["verdict"].map(VERDICT_LEVEL))
+    frame = table.assign(row=table["op"] + " [" + table["case"] + "]", level=table["verdict"].map(lambda v: Verdict(v).severity))
     rows = list(dict.fromkeys(frame["row"]))
     cols = list(dict.fromkeys(frame["dtype"]))
     level = frame.pivot_table(index="row", columns="dtype", values="level", aggfunc="max").reindex(index=rows, columns=cols)

@@ -34,8 +34,6 @@ from workbench.dtypes import dtype_name, parse_dtype
 from workbench.errors import WorkbenchError
 from workbench.recipes import Frozen, load_recipe_file
 
-_VERDICT_ORDER = {Verdict.PASS: 0, Verdict.WARNING: 1, Verdict.ERROR: 2}
-
 
 # ----------------------------------------------------------------------------- recipe schema
 class _OpEntry(Frozen):
@@ -136,13 +134,13 @@ class CaseResult:
     def verdict(self) -> Verdict:
         if self.error is not None or not self.outputs:
             return Verdict.ERROR
-        return max((o.comparison.verdict for o in self.outputs), key=_VERDICT_ORDER.__getitem__)
+        return Verdict.worst(o.comparison.verdict for o in self.outputs)
 
     def _worst(self) -> OutputResult:
         """The output with the worst verdict; ties go to the lower cosine (NaN counts as lowest)."""
         def badness(o: OutputResult) -> tuple[int, float]:
             cosine = o.comparison.cosine
-            return _VERDICT_ORDER[o.comparison.verdict], -(cosine if cosine == cosine else -2.0)
+            return o.comparison.verdict.severity, -(cosine if cosine == cosine else -2.0)
         return max(self.outputs, key=badness)
 
     def row(self) -> dict[str, Any]:
@@ -190,7 +188,7 @@ class SuiteResult:
         return pd.DataFrame([r.row() for r in self.results])
 
     def failures(self, at_least: Verdict = Verdict.ERROR) -> list[CaseResult]:
-        return [r for r in self.results if _VERDICT_ORDER[r.verdict] >= _VERDICT_ORDER[at_least]]
+        return [r for r in self.results if r.verdict.severity >= at_least.severity]
 
     def counts(self) -> dict[str, int]:
         table = self.table()
@@ -327,7 +325,7 @@ def worst_case(suite: SuiteResult) -> CaseResult:
     """The case to look at first: worst verdict, then lowest cosine."""
     if not suite.results:
         raise WorkbenchError("the op suite produced no results")
-    return max(suite.results, key=lambda r: (_VERDICT_ORDER[r.verdict], -r.row()["cosine"] if r.outputs else 2.0))
+    return max(suite.results, key=lambda r: (r.verdict.severity, -r.row()["cosine"] if r.outputs else 2.0))
 
 
 def describe_failure(result: CaseResult) -> str:

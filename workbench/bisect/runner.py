@@ -26,9 +26,11 @@ from pathlib import Path
 
 import httpx
 
+from workbench import settings
 from workbench.bisect.outputs import GreedyOutput, Match, compare_outputs, greedy_outputs
 from workbench.bisect.plan import FeaturePlan, compose
 from workbench.errors import WorkbenchError
+from workbench.provenance import provenance
 from workbench.recipes import ServingRecipe
 from workbench.serving.crash import CrashReport, ServerFailure, false_ready
 
@@ -56,6 +58,7 @@ class StepRecord:
     probe_s: float = 0.0
     finished_at: float = 0.0
     outputs: tuple[dict, ...] = ()
+    provenance: dict = field(default_factory=dict)  # workbench.provenance stamp: stack, recipe, model, server
 
     @property
     def passed(self) -> bool:
@@ -66,6 +69,7 @@ class StepRecord:
     def row(self) -> dict:
         data = asdict(self)
         data.pop("outputs")
+        data.pop("provenance")
         data["features"] = "+".join(self.features) or "(baseline)"
         data["passed"] = self.passed
         return data
@@ -126,12 +130,12 @@ def probe_with_server(
     def probe(recipe: ServingRecipe, kind: str, features: tuple[str, ...], key: str, log_dir: Path) -> StepRecord:
         started_at = time.perf_counter()
         try:
-            ctx = server_mod.launch(recipe, log_dir=log_dir / key, startup_timeout_s=startup_timeout_s, progress=progress)
-            server = ctx.__enter__()
+            server = server_mod.launch(recipe, log_dir=log_dir / key, startup_timeout_s=startup_timeout_s,
+                                       progress=progress)
         except ServerFailure as failure:
             return _failed(key, kind, features, failure.report, started=False, start_s=time.perf_counter() - started_at)
         start_s = time.perf_counter() - started_at
-        try:
+        with server:
             probe_at = time.perf_counter()
             try:
                 with httpx.Client(timeout=120.0) as client:
@@ -144,9 +148,9 @@ def probe_with_server(
             return StepRecord(key, kind, features, True, True, None, None, "answered", start_s=start_s,
                               probe_s=time.perf_counter() - probe_at, finished_at=time.time(),
                               log_path=str(server.log_path) if server.log_path else None,
-                              outputs=tuple(o.to_json() for o in outputs))
-        finally:
-            ctx.__exit__(None, None, None)
+                              outputs=tuple(o.to_json() for o in outputs),
+                              provenance=provenance(recipe=recipe, url=server.url, model=server.model,
+                                                    server_version=server_version(server.url)))
 
     return probe
 
@@ -223,6 +227,8 @@ class Bisect:
             else:
                 recipe = compose(self.recipe, self.plan.baseline, specs)
                 record = self._judge(self.probe(recipe, kind, features, key, self.out_dir / "logs"))
+                if not record.provenance:  # a step that did not reach a server: the stack and the recipe
+                    record = _replace(record, provenance=provenance(recipe=recipe))
             self.store.append(record)
             self.records[key] = record
         bar.update(1)
@@ -302,6 +308,13 @@ def recipe_fingerprint(recipe: ServingRecipe, plan: FeaturePlan) -> str:
     """Guards resumption: a different recipe or plan must not reuse old steps."""
     text = recipe.model_dump_json(exclude={"source"}) + plan.model_dump_json(exclude={"source"})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def default_out_dir(recipe: ServingRecipe, plan: FeaturePlan) -> Path:
+    """Where a bisect of `recipe` with `plan` writes unless told otherwise: the same folder for the same
+    recipe and plan, so the CLI and the notebook both resume by default, and a different plan never
+    collides with old steps. Example: runs/bisect/cpu-tiny-1a2b3c4d."""
+    return settings.run_dir("bisect", f"{recipe.name}-{recipe_fingerprint(recipe, plan)[:8]}")
 
 
 def check_resumable(out_dir: Path, fingerprint: str) -> None:

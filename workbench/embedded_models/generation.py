@@ -115,8 +115,10 @@ def generate(request: GenerationRequest) -> GenerationResult:
     """
     from transformers import AutoTokenizer
 
+    from workbench.devices import resolve_device
+
     model_dir = resolve_model(request.model)
-    device = torch_device(request.device)
+    device = resolve_device(request.device, flag="--device")
     dtype = torch_dtype(request.dtype, device, model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     prompt_text = render_prompt(tokenizer, request.prompt, request.chat)
@@ -216,35 +218,14 @@ def stop_token_ids(model_dir: Path, tokenizer: Any) -> tuple[int, ...]:
     return found
 
 
-def torch_device(name: str):
-    """`--device` -> torch.device; npu and auto go through ascend_backend.device (the torch_npu owner)."""
-    import torch
-
-    if name == "auto" or name.startswith("npu"):
-        try:
-            from ascend_backend import device as backend_device
-        except ImportError as exc:
-            raise WorkbenchError(f"--device {name} needs ascend_backend, which failed to import: {exc}") from None
-        if name == "auto":
-            return backend_device.detect().torch_device
-        try:
-            backend_device.torch_npu()
-        except RuntimeError as exc:
-            raise WorkbenchError(f"--device {name}: {exc}") from None
-    elif name.startswith("cuda") and not torch.cuda.is_available():
-        raise WorkbenchError(f"--device {name}: torch sees no CUDA device here; use --device cpu")
-    try:
-        return torch.device(name)
-    except RuntimeError as exc:
-        raise WorkbenchError(f"--device {name!r} is not a device name ({exc}); use cpu, cuda, npu or auto") from None
-
-
 def torch_dtype(name: str, device, model_dir: Path):
     """`--dtype` -> torch.dtype; auto is float32 on CPU and the checkpoint's own dtype elsewhere."""
     import torch
 
+    from workbench.dtypes import parse_dtype
+
     if name != "auto":
-        return getattr(torch, name)
+        return parse_dtype(name)
     if device.type == "cpu":
         return torch.float32
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))

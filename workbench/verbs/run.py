@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "default: tiny model, CPU). Writes executed notebooks, HTML and index.html; exits 1 if any cell fails.",
     )
     parser.add_argument("--notebooks", type=Path, default=None, help="notebook directory (default: notebooks/)")
-    parser.add_argument("--out", type=Path, default=None, help="runs root (default: ./runs or $ASCEND_WORKBENCH_RUNS)")
+    parser.add_argument("--out", type=Path, default=None, help="runs root; the report goes to ROOT/notebooks/<UTC timestamp>/ (default: the project's runs/ or $ASCEND_WORKBENCH_RUNS)")
     parser.add_argument("--only", action="append", default=[], help="run only notebooks whose name contains this")
     parser.add_argument(
         "-p", "--parameter", action="append", default=[], metavar="NAME=VALUE",
@@ -45,10 +45,10 @@ def _parse_parameters(items: list[str]) -> dict[str, object]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from workbench.notebook_runner import discover, new_run_dir, run_notebooks
+    from workbench.notebook_runner import discover, run_notebooks
 
     notebooks = discover(args.notebooks or settings.notebooks_dir(), args.only)
-    run_dir = new_run_dir(args.out or settings.runs_dir())
+    run_dir = settings.run_dir("notebooks", fresh=True, root=args.out)
     print(f"running {len(notebooks)} notebook(s) into {run_dir}")
     from workbench.notebook_runner import DEFAULT_CELL_TIMEOUT_S
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
 from workbench.serving.crash import ServerFailure
-from workbench.serving.server import Server, launch, server_for
+from workbench.serving.server import Server, connect, launch
 
 
 def parse_env_pairs(pairs: list[str] | None) -> dict[str, str]:
@@ -78,7 +78,7 @@ def server_from_args(args: argparse.Namespace) -> Iterator[Server]:
         kwargs = {"extra_env": parse_env_pairs(args.env), "extra_args": tuple(args.server_arg)}
     with (
         terminate_as_interrupt(),
-        server_for(url=args.url, recipe=recipe, progress=not args.no_progress, **kwargs) as server,
+        connect(url=args.url, recipe=recipe, progress=not args.no_progress, **kwargs) as server,
     ):
         yield server
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbench.settings import runs_dir
+from workbench.settings import run_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from workbench.sweep.analysis import overhead_table
 
     spec = load_sweep_spec(args.spec)
-    out = args.out or runs_dir() / "sweeps" / spec.name
+    out = args.out or run_dir("sweeps", spec.name)
     missing = 0
     if args.adaptive:
         outcome = run_adaptive(spec, out, progress=not args.no_progress)

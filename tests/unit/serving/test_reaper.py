@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from workbench.serving.reaper import OrphanReaper
+from workbench.serving.reaper import REAPER_VAR, OrphanReaper
 
 # A stand-in for a vLLM server: a leader with a child that moves to its own session (so a group kill
 # would miss it; the token in the inherited environment does not).
@@ -30,7 +30,7 @@ OWNER = textwrap.dedent(
 
 
 def carrying(token: str) -> list[int]:
-    needle = f"ASCEND_WORKBENCH_SWEEP_TOKEN={token}".encode()
+    needle = f"{REAPER_VAR}={token}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

@@ -7,6 +7,7 @@ itself is exercised in tests/integration.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import textwrap
@@ -168,3 +169,67 @@ def test_attach_to_nothing_says_what_to_check():
         attach(f"http://127.0.0.1:{free_port()}", timeout_s=1)
     with pytest.raises(WorkbenchError, match="base URL"):
         attach("127.0.0.1:8000")
+
+
+def test_server_is_a_context_manager(tmp_path):
+    with start(plan_for(tmp_path, FAKE_SERVER), progress=False) as server:
+        assert len(server.group_pids()) >= 2
+    assert live_processes(server.process.pid) == []
+    assert processes_running(str(server.plan.argv[1])) == []
+
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from workbench.serving.server import LaunchPlan, start
+    plan = LaunchPlan("fake", ({python!r}, {script!r}, "{port}"), (("PYTHONUNBUFFERED", "1"),), "127.0.0.1", {port},
+                      __import__("pathlib").Path({log!r}), 30.0)
+    server = start(plan, progress=False)   # what a notebook kernel does with connect(recipe=...)
+    print("started", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_killed_launcher_leaves_no_server_behind(tmp_path):
+    """SIGKILL the process that started a server (an OOM kill, a killed kernel): the guard stops the server."""
+    import subprocess
+
+    script = tmp_path / "server.py"
+    script.write_text(FAKE_SERVER)
+    code = OWNER.format(python=sys.executable, script=str(script), port=free_port(), log=str(tmp_path / "s.log"))
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "started"
+        assert len(processes_running(str(script))) >= 2  # the server and its child
+        owner.kill()
+        owner.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while processes_running(str(script)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_running(str(script)) == []
+    finally:
+        owner.kill()
+        for pid in processes_running(str(script)):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    "cores, ranks, expected",
+    [([0, 1], 1, "0-1"), ([0, 1], 2, "0|1"), (list(range(8)), 2, "0-3|4-7"), ([0, 2, 4], 1, "0,2,4"), ([3], 1, "3")],
+)
+def test_cpu_threads_bind_gives_each_rank_its_cores(cores, ranks, expected):
+    from workbench.serving.server import cpu_threads_bind
+
+    assert cpu_threads_bind(cores, ranks) == expected
+
+
+def test_tensor_parallel_recipe_binds_one_group_per_rank(tmp_path, monkeypatch):
+    from workbench.errors import WorkbenchError
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    recipe = load_serving_recipe("cpu-tiny").with_overrides(model=str(tmp_path), engine={"tensor_parallel_size": 2})
+    assert launch_env(recipe, True, None)["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"
+    too_many = recipe.with_overrides(engine={"tensor_parallel_size": 4})
+    with pytest.raises(WorkbenchError, match="4 CPU ranks .* need at least 4 cores"):
+        launch_env(too_many, True, None)
