@@ -100,7 +100,7 @@ class MetricComparison:
             "spread_baseline_pct": 100.0 * self.spread(self.baseline),
             "spread_current_pct": 100.0 * self.spread(self.current),
             "threshold_pct": 100.0 * self.threshold,
-            "margin": margin,
+            "margin": margin if margin is not None else float("nan"),
             "finding": self.finding.value,
             "worse": self.worse,
         }

@@ -85,6 +85,11 @@ class Package:
 
 
 def _is_local_install(dist: metadata.Distribution) -> bool:
+    """Editable or local-directory installs (direct_url.json), and metadata found in a source tree (an
+    egg-info beside pyproject.toml, as `pip install -e` or a build leaves it on the path)."""
+    root = Path(str(dist.locate_file("")))
+    if (root / "pyproject.toml").is_file() or (root / "setup.py").is_file():
+        return True
     text = dist.read_text("direct_url.json")
     if not text:
         return False

@@ -12,10 +12,15 @@ launch environment, so the provenance stamp records them and `regress` can name 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.recipes import ServingRecipe
 from workbench.serving.loadgen import Workload, run_load
+
+if TYPE_CHECKING:
+    from workbench.serving.server import Server
 
 WARMUP_REQUESTS = 4
 
@@ -32,6 +37,37 @@ def warmup_of(workload: Workload) -> Workload:
     )
 
 
+def repeat_runs(
+    server: Server,
+    recipe: ServingRecipe | None,
+    workload: Workload,
+    repeats: int,
+    out_dir: Path | str,
+    *,
+    label: str = "run",
+    progress: bool = True,
+) -> list[Path]:
+    """Warm up `server`, then run `workload` `repeats` times; each run saved as out_dir/<label>-<i>.json.
+
+    Repeat i uses seed workload.seed + i: other prompts of the same shape, as a new day's traffic would.
+    `recipe` is what the server was started from (it goes into the provenance stamp).
+    """
+    from tqdm.auto import tqdm
+
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    run_load(server.url, server.model, warmup_of(workload), progress=False)
+    paths = []
+    for i in tqdm(range(repeats), desc=f"{label} repeats", unit="run", disable=not progress):
+        result = run_load(
+            server.url, server.model, replace(workload, seed=workload.seed + i), recipe=recipe, progress=False
+        )
+        paths.append(result.save(out / f"{label}-{i + 1}.json"))
+    return paths
+
+
 def measure_repeats(
     recipe: ServingRecipe,
     workload: Workload,
@@ -43,27 +79,11 @@ def measure_repeats(
     log_dir: Path | None = None,
     progress: bool = True,
 ) -> list[Path]:
-    """Serve `recipe`, warm up, run `workload` `repeats` times; return the bench JSON paths written.
+    """Serve `recipe` (stopped at the end, whatever happens) and `repeat_runs` on it.
 
-    Repeat i uses seed workload.seed + i: other prompts of the same shape, as a new day's traffic would.
-    `extra_env` reaches the server only (not the stamp): use it for test-session markers, not settings.
+    `extra_env` reaches the server only, not the stamp: use it for test-session markers, not settings.
     """
-    from dataclasses import replace
-
-    from tqdm.auto import tqdm
-
     from workbench.serving.server import launch
 
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
     with launch(recipe, extra_env=extra_env, log_dir=log_dir, progress=progress) as server:
-        run_load(server.url, server.model, warmup_of(workload), progress=False)
-        for i in tqdm(range(repeats), desc=f"{label} repeats", unit="run", disable=not progress):
-            result = run_load(
-                server.url, server.model, replace(workload, seed=workload.seed + i), recipe=recipe, progress=False
-            )
-            paths.append(result.save(out / f"{label}-{i + 1}.json"))
-    return paths
+        return repeat_runs(server, recipe, workload, repeats, out_dir, label=label, progress=progress)

