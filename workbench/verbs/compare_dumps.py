@@ -58,5 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if s.reference_nan_origin:
         print(f"reference NaN/Inf origin: {s.reference_nan_origin}")
     if args.json:
-        print(f"wrote {result.to_json(args.json)}")
+        from workbench.provenance import add_provenance, provenance
+
+        print(f"wrote {add_provenance(result.to_json(args.json), provenance())}")
     return 0
