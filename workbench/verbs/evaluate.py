@@ -1,0 +1,133 @@
+"""`ascend-workbench evaluate (--url URL | --recipe R) --dataset NAME|FILE ...`: accuracy on data sets.
+
+    ascend-workbench evaluate --recipe cpu-smollm2 --dataset humaneval text --limit 40 --out runs/eval/float
+    ascend-workbench evaluate --recipe cpu-smollm2-w8a8 --dataset humaneval text --limit 40 \
+        --out runs/eval/w8a8 --reference runs/eval/float
+
+Per problem: NLL of the reference continuation (prompt logprobs), a greedy completion, and for code its
+pass@1 in a sandboxed process (`workbench.evaluate`). Results are appended to OUT/<data set>.jsonl as
+they come (rerun the same command to resume); OUT/summary.json holds the summary. With --reference, the
+run is compared with an earlier one (float vs W8A8): NLL delta, greedy agreement, pass@1 both sides,
+a verdict per data set against recipes/evaluate/thresholds.yaml. Exit 1 when the comparison fails or a
+request failed, 2 for a user error (server down, malformed data set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import httpx
+
+from workbench.errors import WorkbenchError
+from workbench.verbs.serve import add_server_arguments, server_from_args
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="accuracy on data sets (HumanEval, text, a JSONL file): NLL, greedy agreement, pass@1, verdicts",
+        description="Measure a server on data sets: per-token NLL of reference continuations, greedy completions, "
+        "pass@1 of code in a sandbox; compare with an earlier run (--reference) against thresholds. Attaches to "
+        "--url (any OpenAI-compatible vLLM server, e.g. vllm-ascend) or launches --recipe and stops it afterwards.",
+    )
+    add_server_arguments(parser)
+    parser.add_argument("--dataset", nargs="+", required=True, metavar="NAME|FILE",
+                        help="humaneval, text, or a JSONL file (schema: workbench/evaluate/datasets.py)")  # fmt: skip
+    parser.add_argument("--limit", type=int, help="only the first N problems of each data set (default: all)")
+    parser.add_argument("--out", type=Path, help="result directory (default runs/evaluate/<recipe or model>)")
+    parser.add_argument("--reference", type=Path, metavar="DIR", help="an earlier evaluate --out to compare with")
+    parser.add_argument(
+        "--thresholds", help="thresholds file or shipped name (default: recipes/evaluate/thresholds.yaml)"
+    )
+    parser.add_argument("--measures", default="nll,greedy,pass1", help="comma-separated subset of nll,greedy,pass1")
+    parser.add_argument("--max-tokens", type=int, help="greedy completion cap (default 384 for code, 128 for text)")
+    parser.add_argument("--concurrency", type=int, default=4, help="requests in flight (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds per pass@1 program")
+    parser.add_argument("--tokenizer", type=Path, help="tokenizer directory, for a server without /tokenize")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the summary (and comparison) here")
+    parser.set_defaults(handler=run)
+
+
+def parse_measures(text: str):
+    from workbench.evaluate.runner import Measure
+
+    try:
+        measures = frozenset(Measure(part.strip()) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise WorkbenchError(f"--measures {text!r}: choose from {', '.join(m.value for m in Measure)}") from None
+    if not measures:
+        raise WorkbenchError("--measures is empty: choose from nll, greedy, pass1")
+    return measures
+
+
+def require_listening(url: str) -> None:
+    """Fail at once, with the fix, when nothing listens at `url` (attach() would wait for a starting server)."""
+    try:
+        httpx.get(f"{url.rstrip('/')}/health", timeout=5.0)
+    except httpx.ConnectError as exc:
+        raise WorkbenchError(
+            f"--url {url}: nothing answers there ({exc}); start the server (e.g. ascend-workbench serve --recipe "
+            "cpu-smollm2) and pass its URL, or pass --recipe to launch one"
+        ) from None
+    except httpx.HTTPError:
+        pass  # a slow or half-started server: attach() waits for it and explains a timeout
+
+
+def settings_from_args(args: argparse.Namespace):
+    from workbench.evaluate.execution import Limits
+    from workbench.evaluate.runner import Settings
+
+    if args.concurrency < 1 or (args.max_tokens is not None and args.max_tokens < 1) or args.timeout <= 0:
+        raise WorkbenchError("--concurrency, --max-tokens and --timeout must be positive")
+    tokens = {} if args.max_tokens is None else {"max_tokens_code": args.max_tokens, "max_tokens_text": args.max_tokens}
+    limits = Limits(wall_s=args.timeout, cpu_s=max(1, math.ceil(args.timeout / 2)))
+    return Settings(measures=parse_measures(args.measures), concurrency=args.concurrency, limits=limits, **tokens)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.evaluate.datasets import load_dataset
+    from workbench.evaluate.report import read_run
+    from workbench.evaluate.runner import default_out_dir, evaluate_target, target_for
+    from workbench.evaluate.thresholds import load_thresholds
+    from workbench.recipes import load_serving_recipe
+
+    settings = settings_from_args(args)
+    datasets = [load_dataset(name) for name in args.dataset]  # a malformed file fails before any server starts
+    thresholds = load_thresholds(args.thresholds)
+    if args.reference is not None:
+        read_run(args.reference)
+    if args.limit is not None and args.limit < 1:
+        raise WorkbenchError(f"--limit {args.limit}: give a positive number of problems (or leave it out for all)")
+    if args.url:
+        require_listening(args.url)
+    recipe = load_serving_recipe(args.recipe) if args.recipe else None
+    with server_from_args(args) as server:
+        target = target_for(server, recipe)
+        out = args.out or default_out_dir(target)
+        evaluate_target(target, datasets, out, limit=args.limit, settings=settings, tokenizer_dir=args.tokenizer,
+                        progress=not args.no_progress)  # fmt: skip
+    return report(out, args.reference, thresholds, args.json)
+
+
+def report(out: Path, reference: Path | None, thresholds, json_out: Path | None) -> int:
+    """Print the run's summary (and the comparison with `reference`), write summary.json; the exit code."""
+    from workbench.evaluate.report import compare_runs, summarize_run, write_summary
+
+    summaries = summarize_run(out)
+    for summary in summaries.values():
+        row = summary.row()
+        print(f"{row['dataset']:>12s} on {row['model']}: NLL {row['nll_mean']:.4f} nats/token over "
+              f"{row['nll_tokens']} tokens ({row['nll_problems']} problems), {row['completions']} completions, "
+              f"pass@1 {row['passed']}/{row['executed']}, {row['errors']} failed requests")  # fmt: skip
+    comparison = compare_runs(reference, out, thresholds) if reference is not None else None
+    if comparison is not None:
+        print(comparison.text())
+    path = write_summary(out, comparison)
+    print(f"results: {out}  summary: {path}")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(path.read_text())
+    failed_requests = any(summary.errors for summary in summaries.values())
+    return 1 if failed_requests or (comparison is not None and comparison.verdict.value == "fail") else 0
