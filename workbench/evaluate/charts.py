@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-VERDICT_COLOURS = {"pass": "#2da44e", "warn": "#d4a72c", "fail": "#cf222e", "no data": "#8c959f"}
+VERDICT_COLOURS = {"pass": "#2da44e", "warning": "#d4a72c", "error": "#cf222e", "no data": "#8c959f"}
 
 
 def comparison_figure(table: pd.DataFrame, reference: str = "reference", test: str = "test") -> go.Figure:

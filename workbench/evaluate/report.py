@@ -13,7 +13,7 @@ A comparison pairs problems by id and uses only what both sides measured on the 
 - pass@1 on each side over the problems both executed, and the drop in percentage points.
 
 Each metric is judged against `recipes/evaluate/thresholds.yaml` (pass / warn / fail), a data set takes
-its worst level, and when code's NLL rises clearly more than prose's, the report says so in a sentence
+its worst verdict, and when code's NLL rises clearly more than prose's, the report says so in a sentence
 (docs/METHOD.md §13: chat models usually lose little to W8A8, code and maths can lose much more).
 """
 
@@ -25,12 +25,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from workbench.accuracy.metrics import Verdict
 from workbench.errors import WorkbenchError
 from workbench.evaluate.datasets import DatasetKind
 from workbench.evaluate.greedy import AgreementTotal, agreement, total_agreement
 from workbench.evaluate.nll import NllResult, NllTotal, total_nll
 from workbench.evaluate.store import RecordFile
-from workbench.evaluate.thresholds import EvaluateThresholds, KindThresholds, Level, judge_loss, judge_minimum
+from workbench.evaluate.thresholds import EvaluateThresholds, KindThresholds, judge_loss, judge_minimum
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def summarize_run(out_dir: Path) -> dict[str, DatasetSummary]:
 class Finding:
     metric: str
     value: float | None
-    level: Level
+    verdict: Verdict | None  # None: nothing to judge (no problem measured on both sides)
     detail: str
 
 
@@ -185,11 +186,13 @@ class DatasetComparison:
         return 100.0 * (self.pass_reference - self.pass_test) if self.pass_problems else math.nan
 
     @property
-    def verdict(self) -> Level:
-        return max((f.level for f in self.findings), key=lambda level: level.rank, default=Level.NO_DATA)
+    def verdict(self) -> Verdict | None:
+        """The worst verdict of the findings; None when none could be judged."""
+        judged = [f.verdict for f in self.findings if f.verdict is not None]
+        return Verdict.worst(judged) if judged else None
 
     def row(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "kind": self.kind.value, "verdict": self.verdict.value,
+        return {"dataset": self.dataset, "kind": self.kind.value, "verdict": _name(self.verdict),
                 "nll_problems": self.nll_problems, "nll_reference": self.nll_reference, "nll_test": self.nll_test,
                 "nll_delta": self.nll_delta, "nll_increase_pct": self.nll_increase_pct,
                 "greedy_problems": self.agreement.problems, "greedy_agreement": self.agreement.mean,
@@ -256,8 +259,9 @@ class Comparison:
     sentences: tuple[str, ...]
 
     @property
-    def verdict(self) -> Level:
-        return max((d.verdict for d in self.datasets), key=lambda level: level.rank, default=Level.NO_DATA)
+    def verdict(self) -> Verdict | None:
+        judged = [d.verdict for d in self.datasets if d.verdict is not None]
+        return Verdict.worst(judged) if judged else None
 
     def table(self) -> Any:
         import pandas as pd
@@ -268,18 +272,24 @@ class Comparison:
         lines = [f"test {self.test_model} ({self.test_dir}) against reference {self.reference_model} "
                  f"({self.reference_dir}): {self.verdict.value}"]  # fmt: skip
         for d in self.datasets:
-            lines.append(f"  {d.dataset} ({d.kind.value}): {d.verdict.value}")
-            lines += [f"    {f.metric:20s} {_number(f.value):>10s}  {f.level.value:8s} {f.detail}" for f in d.findings]
+            lines.append(f"  {d.dataset} ({d.kind.value}): {_name(d.verdict)}")
+            lines += [
+                f"    {f.metric:20s} {_number(f.value):>10s}  {_name(f.verdict):8s} {f.detail}" for f in d.findings
+            ]
             if d.retokenised:
                 lines.append(f"    {d.retokenised} problems left out: the two sides tokenised them differently")
         return "\n".join(lines + list(self.sentences))
 
     def to_json(self) -> dict[str, Any]:
-        return {"reference_dir": self.reference_dir, "test_dir": self.test_dir, "verdict": self.verdict.value,
+        return {"reference_dir": self.reference_dir, "test_dir": self.test_dir, "verdict": _name(self.verdict),
                 "reference_model": self.reference_model, "test_model": self.test_model,
-                "datasets": [{**d.row(), "findings": [{**asdict(f), "level": f.level.value} for f in d.findings]}
+                "datasets": [{**d.row(), "findings": [{**asdict(f), "verdict": _name(f.verdict)} for f in d.findings]}
                              for d in self.datasets],
                 "sentences": list(self.sentences)}  # fmt: skip
+
+
+def _name(verdict: Verdict | None) -> str:
+    return verdict.value if verdict is not None else "no data"
 
 
 def _number(value: float | None) -> str:

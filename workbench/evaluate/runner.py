@@ -267,11 +267,11 @@ def evaluate_target(
 
 
 def default_out_dir(target: Target) -> Path:
-    """runs/evaluate/<recipe name, else served model id>: a rerun of the same thing resumes there."""
-    from workbench.settings import runs_dir
+    """runs/evaluate/<recipe name, else served model id> (`settings.run_dir`): a rerun resumes there."""
+    from workbench.settings import run_dir
 
     label = target.recipe.name if target.recipe is not None else target.model
-    return runs_dir() / "evaluate" / (re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "server")
+    return run_dir("evaluate", re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "server")
 
 
 def evaluate(

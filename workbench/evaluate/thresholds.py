@@ -1,18 +1,19 @@
 """The accuracy thresholds of `evaluate --reference`: a recipe kind (`recipes/evaluate/*.yaml`).
 
 How much worse a configuration (W8A8, a new stack) may be than its reference on each kind of data set
-before the verdict says "warn" or "fail", and when to say that code degrades more than prose
+before the verdict says "warning" or "error" (the workbench's one verdict scale,
+`workbench.accuracy.metrics.Verdict`), and when to say that code degrades more than prose
 (docs/METHOD.md §13). Read through the one recipe reader, so a typo names the file, the key and the
-closest valid key.
+closest valid key. A metric that could not be measured (no problem on both sides) has no verdict (None).
 """
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from workbench.accuracy.metrics import Verdict
 from workbench.evaluate.datasets import DatasetKind
 from workbench.recipes import Frozen, load_recipe_file, resolve_recipe_path
 from workbench.settings import recipes_dir
@@ -20,22 +21,11 @@ from workbench.settings import recipes_dir
 DEFAULT_THRESHOLDS = "thresholds"
 
 
-class Level(str, enum.Enum):
-    PASS = "pass"
-    WARN = "warn"
-    FAIL = "fail"
-    NO_DATA = "no data"
-
-    @property
-    def rank(self) -> int:
-        return {"no data": 0, "pass": 1, "warn": 2, "fail": 3}[self.value]
-
-
 class Band(Frozen):
-    """`warn` and `fail` limits of one metric; either may be left out."""
+    """`warning` and `error` limits of one metric; either may be left out."""
 
-    warn: float | None = None
-    fail: float | None = None
+    warning: float | None = None
+    error: float | None = None
 
 
 class KindThresholds(Frozen):
@@ -49,11 +39,11 @@ class KindThresholds(Frozen):
     def _ordered(self) -> KindThresholds:
         for name in ("nll_increase_pct", "pass_at_1_drop_pct"):
             band = getattr(self, name)
-            if band.warn is not None and band.fail is not None and band.warn > band.fail:
-                raise ValueError(f"{name}: warn ({band.warn}) must not exceed fail ({band.fail})")
+            if band.warning is not None and band.error is not None and band.warning > band.error:
+                raise ValueError(f"{name}: warning ({band.warning}) must not exceed error ({band.error})")
         band = self.greedy_agreement
-        if band.warn is not None and band.fail is not None and band.warn < band.fail:
-            raise ValueError(f"greedy_agreement: warn ({band.warn}) must not be below fail ({band.fail})")
+        if band.warning is not None and band.error is not None and band.warning < band.error:
+            raise ValueError(f"greedy_agreement: warning ({band.warning}) must not be below error ({band.error})")
         return self
 
 
@@ -75,26 +65,26 @@ class EvaluateThresholds(Frozen):
         return self.kinds.get(kind, KindThresholds())
 
 
-def judge_loss(value: float | None, band: Band) -> Level:
-    """Level of a loss (higher is worse): beyond `fail` -> FAIL, beyond `warn` -> WARN."""
+def judge_loss(value: float | None, band: Band) -> Verdict | None:
+    """Verdict on a loss (higher is worse): beyond `error` -> ERROR, beyond `warning` -> WARNING; None: no data."""
     if value is None or value != value:  # None or NaN
-        return Level.NO_DATA
-    if band.fail is not None and value > band.fail:
-        return Level.FAIL
-    if band.warn is not None and value > band.warn:
-        return Level.WARN
-    return Level.PASS
+        return None
+    if band.error is not None and value > band.error:
+        return Verdict.ERROR
+    if band.warning is not None and value > band.warning:
+        return Verdict.WARNING
+    return Verdict.PASS
 
 
-def judge_minimum(value: float | None, band: Band) -> Level:
-    """Level of a score (lower is worse): below `fail` -> FAIL, below `warn` -> WARN."""
+def judge_minimum(value: float | None, band: Band) -> Verdict | None:
+    """Verdict on a score (lower is worse): below `error` -> ERROR, below `warning` -> WARNING; None: no data."""
     if value is None or value != value:
-        return Level.NO_DATA
-    if band.fail is not None and value < band.fail:
-        return Level.FAIL
-    if band.warn is not None and value < band.warn:
-        return Level.WARN
-    return Level.PASS
+        return None
+    if band.error is not None and value < band.error:
+        return Verdict.ERROR
+    if band.warning is not None and value < band.warning:
+        return Verdict.WARNING
+    return Verdict.PASS
 
 
 def thresholds_dir() -> Path:

@@ -130,4 +130,9 @@ def report(out: Path, reference: Path | None, thresholds, json_out: Path | None)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(path.read_text())
     failed_requests = any(summary.errors for summary in summaries.values())
-    return 1 if failed_requests or (comparison is not None and comparison.verdict.value == "fail") else 0
+    return (
+        1
+        if failed_requests
+        or (comparison is not None and comparison.verdict is not None and comparison.verdict.value == "error")
+        else 0
+    )

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from workbench.accuracy.metrics import Verdict
 from workbench.errors import WorkbenchError
 from workbench.evaluate.report import compare_runs, summarize_run, summary_table, write_summary
 from workbench.evaluate.store import RecordFile
-from workbench.evaluate.thresholds import Level, load_thresholds
+from workbench.evaluate.thresholds import load_thresholds
 
 
 def write_run(out: Path, dataset: str, kind: str, model: str, problems: dict[str, dict]) -> None:
@@ -83,14 +84,16 @@ def test_comparison_numbers_verdicts_and_the_code_versus_prose_sentence(runs: tu
     assert code.nll_increase_pct == pytest.approx(20.0) and code.worst_problem == "h1"
     assert code.agreement.mean == 0.75 and code.agreement.exact_match_rate == 0.5  # (2/4 + 2/2) / 2
     assert (code.pass_reference, code.pass_test, code.pass_drop_pct) == (1.0, 0.5, 50.0)
-    levels = {f.metric: f.level for f in code.findings}
-    assert levels == {"nll_increase_pct": Level.FAIL, "greedy_agreement": Level.PASS, "pass_at_1_drop_pct": Level.FAIL}
-    assert text.nll_increase_pct == pytest.approx(0.5) and text.verdict is Level.PASS
-    assert comparison.verdict is Level.FAIL
+    verdicts = {f.metric: f.verdict for f in code.findings}
+    assert verdicts == {
+        "nll_increase_pct": Verdict.ERROR, "greedy_agreement": Verdict.PASS, "pass_at_1_drop_pct": Verdict.ERROR
+    }  # fmt: skip
+    assert text.nll_increase_pct == pytest.approx(0.5) and text.verdict is Verdict.PASS
+    assert comparison.verdict is Verdict.ERROR
     assert len(comparison.sentences) == 1 and "Code degrades more than prose" in comparison.sentences[0]
     assert "20.00% on humaneval against 0.50% on text" in comparison.sentences[0]
-    assert "humaneval (code): fail" in comparison.text()
-    assert list(comparison.table()["verdict"]) == ["fail", "pass"]
+    assert "humaneval (code): error" in comparison.text()
+    assert list(comparison.table()["verdict"]) == ["error", "pass"]
 
 
 def test_no_sentence_when_prose_degrades_as_much(runs: tuple[Path, Path], tmp_path: Path) -> None:
@@ -103,7 +106,7 @@ def test_no_sentence_when_prose_degrades_as_much(runs: tuple[Path, Path], tmp_pa
     write_run(test, "text", "text", "w8a8", {"t0": {"logprobs": [-1.008, -1.008], "tokens": [7, 8]}})
     comparison = compare_runs(ref, test)
     assert [d.nll_increase_pct for d in comparison.datasets] == [pytest.approx(0.8), pytest.approx(0.8)]
-    assert comparison.sentences == () and comparison.verdict is Level.PASS
+    assert comparison.sentences == () and comparison.verdict is Verdict.PASS
 
 
 def test_retokenised_problems_are_left_out(runs: tuple[Path, Path], tmp_path: Path) -> None:
@@ -112,7 +115,8 @@ def test_retokenised_problems_are_left_out(runs: tuple[Path, Path], tmp_path: Pa
     write_run(test, "text", "text", "other", {"t0": {"logprobs": [-3.0], "tokens": [7, 8], "ref_ids": [42]}})
     (text,) = compare_runs(ref, test).datasets
     assert text.nll_problems == 0 and text.retokenised == 1 and math.isnan(text.nll_reference)
-    assert {f.metric: f.level for f in text.findings}["nll_increase_pct"] is Level.NO_DATA
+    assert {f.metric: f.verdict for f in text.findings}["nll_increase_pct"] is None
+    assert text.row()["verdict"] == "pass"  # the greedy agreement was still judged
 
 
 def test_summary_file_is_stamped(runs: tuple[Path, Path]) -> None:
@@ -122,7 +126,7 @@ def test_summary_file_is_stamped(runs: tuple[Path, Path]) -> None:
     path = write_summary(test, compare_runs(ref, test))
     data = json.loads(path.read_text())
     assert data["provenance"] == {"model": "w8a8"} and data["reference_provenance"] == {"model": "float"}
-    assert data["comparison"]["verdict"] == "fail" and set(data["datasets"]) == {"humaneval", "text"}
+    assert data["comparison"]["verdict"] == "error" and set(data["datasets"]) == {"humaneval", "text"}
 
 
 def test_missing_or_unrelated_runs_give_one_clear_error(runs: tuple[Path, Path], tmp_path: Path) -> None:
@@ -141,14 +145,14 @@ def test_shipped_thresholds_and_their_errors(tmp_path: Path) -> None:
     shipped = load_thresholds()
     assert shipped.kinds and shipped.code_vs_prose.ratio > 1
     typo = tmp_path / "t.yaml"
-    typo.write_text("name: t\nkinds:\n  code:\n    nll_increse_pct: {warn: 1}\n")
+    typo.write_text("name: t\nkinds:\n  code:\n    nll_increse_pct: {warning: 1}\n")
     with pytest.raises(
         WorkbenchError, match=r"kinds.code.nll_increse_pct: unknown key; did you mean 'nll_increase_pct'"
     ):
         load_thresholds(typo)
     inverted = tmp_path / "i.yaml"
-    inverted.write_text("name: i\nkinds:\n  text:\n    nll_increase_pct: {warn: 5, fail: 1}\n")
-    with pytest.raises(WorkbenchError, match=r"warn \(5.0\) must not exceed fail \(1.0\)"):
+    inverted.write_text("name: i\nkinds:\n  text:\n    nll_increase_pct: {warning: 5, error: 1}\n")
+    with pytest.raises(WorkbenchError, match=r"warning \(5.0\) must not exceed error \(1.0\)"):
         load_thresholds(inverted)
 
 
@@ -158,7 +162,7 @@ def test_comparison_figure_shows_both_sides_and_the_verdicts(runs: tuple[Path, P
     ref, test = runs
     figure = comparison_figure(compare_runs(ref, test).table(), "float", "w8a8")
     bars = [t for t in figure.data if t.type == "bar"]
-    assert [t.name for t in bars[:2]] == ["float", "w8a8"] and list(bars[0].x) == ["humaneval (fail)", "text (pass)"]
+    assert [t.name for t in bars[:2]] == ["float", "w8a8"] and list(bars[0].x) == ["humaneval (error)", "text (pass)"]
     assert list(bars[1].y) == [pytest.approx(1.8), pytest.approx(1.005)]
-    assert list(bars[3].x) == ["humaneval (fail)"] and list(bars[3].y) == [0.5]  # pass@1 of the test side
+    assert list(bars[3].x) == ["humaneval (error)"] and list(bars[3].y) == [0.5]  # pass@1 of the test side
     assert figure.layout.title.text == "w8a8 against float"
