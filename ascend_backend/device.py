@@ -4,6 +4,11 @@ Why one module: on a machine without CANN an installed torch_npu breaks imports 
 (torch's backend autoload imports it inside `import torch`). Keeping the import here means the
 failure is caught once, classified, and kept as a reason the environment checks and notebooks can
 show ("libascendcl.so missing: CANN's set_env.sh was not sourced"), instead of a traceback.
+
+NNAL/ATB is checked separately (`atb_status()`): op-plugin loads its ATB kernels (`torch_npu._npu_*`, the
+cache write and paged attention of most vllm-ascend releases) lazily, so `import torch_npu` succeeds
+without NNAL and the failure would only surface at the first attention call of a serving engine.
+`atb_status()` triggers that load up front and classifies its error as ATB_MISSING with the fix.
 """
 
 from __future__ import annotations
@@ -53,6 +58,14 @@ class NpuStatus:
         return self.kind is NpuUnavailable.AVAILABLE
 
 
+ATB_FIX = (
+    "install the NNAL package matching your CANN version and source /usr/local/Ascend/nnal/atb/set_env.sh "
+    "in the shell that starts Python (NNAL's version must match CANN's and torch_npu's)"
+)
+# op-plugin's own words when libop_plugin_atb.so cannot load (op_plugin/python/atb/_atb_ops.py, 7.0.0..master):
+# "Please check that the nnal package is installed" (libatb.so missing) or "Please check the version of the
+# NNAL package" (undefined symbol); a bare libatb.so / libop_plugin_atb.so loader error means the same.
+_NNAL_MESSAGE = re.compile(r"check (that )?the nnal package|check the version of the nnal|lib(op_plugin_)?atb\.so", re.I)
 _CANN_LIBS = re.compile(r"lib(ascendcl|hccl|opapi|ge_runner|runtime|acl_op_compiler|nnopbase)\w*\.so")
 
 
@@ -74,12 +87,9 @@ def classify_npu_import_error(text: str) -> NpuStatus:
             "shell that starts Python; in containers also mount /usr/local/Ascend/driver",
         )
     if re.search(r"undefined symbol: _ZN\w*3atb", text):
-        return NpuStatus(
-            NpuUnavailable.ATB_MISSING,
-            _first_line_with(text, "undefined symbol"),
-            "install the NNAL package matching your CANN version and source "
-            "/usr/local/Ascend/nnal/atb/set_env.sh",
-        )
+        return NpuStatus(NpuUnavailable.ATB_MISSING, _first_line_with(text, "undefined symbol"), ATB_FIX)
+    if _NNAL_MESSAGE.search(text):
+        return NpuStatus(NpuUnavailable.ATB_MISSING, _first_line_with(text, "nnal") or last, ATB_FIX)
     if re.search(r"undefined symbol: _ZN\w*c10", text) or re.search(
         r"(torch_npu|torch).{0,80}version.{0,80}(mismatch|not match|incompatible|requires)", text, re.I
     ):
@@ -93,7 +103,7 @@ def classify_npu_import_error(text: str) -> NpuStatus:
 
 
 def _first_line_with(text: str, needle: str) -> str:
-    return next((line.strip() for line in text.splitlines() if needle in line), "")
+    return next((line.strip() for line in text.splitlines() if needle.lower() in line.lower()), "")
 
 
 @functools.lru_cache(maxsize=1)
@@ -140,6 +150,64 @@ def torch_npu() -> ModuleType:
     if module is None or not status.available:
         raise RuntimeError(f"torch_npu unusable: {status.kind.value} ({status.detail}). Fix: {status.fix}")
     return module
+
+
+def classify_atb_load(error: BaseException | None, kernels_registered: bool) -> NpuStatus:
+    """ATB_MISSING when op-plugin's ATB library failed to load (`error`) or no ATB kernel is registered."""
+    if error is not None:
+        cause = error.__cause__
+        detail = " ".join(part for part in (str(error).strip(), str(cause).strip() if cause else "") if part)
+        return NpuStatus(NpuUnavailable.ATB_MISSING, detail or type(error).__name__, ATB_FIX)
+    if not kernels_registered:
+        return NpuStatus(
+            NpuUnavailable.ATB_MISSING,
+            "torch.ops.atb has no _npu_reshape_and_cache: libop_plugin_atb.so was not loaded",
+            ATB_FIX,
+        )
+    return NpuStatus(NpuUnavailable.AVAILABLE, "op-plugin ATB kernels loaded", "")
+
+
+def _load_atb(module: ModuleType) -> tuple[BaseException | None, bool]:
+    """Run op-plugin's own ATB loader now rather than at the first `_npu_*` call.
+
+    torch_npu.op_plugin.atb._atb_ops._register_atb_extensions (op_plugin/python/atb/_atb_ops.py at
+    op-plugin 7.0.0: loads libop_plugin_atb.so; 7.1.0+: re-raises the load error kept at import) is what
+    every lazy `_npu_*` wrapper calls first; it is cached, so calling it here changes nothing but timing.
+    """
+    try:
+        atb_ops = importlib.import_module(f"{module.__name__}.op_plugin.atb._atb_ops")
+        register = getattr(atb_ops, "_register_atb_extensions", None)
+        if register is not None:
+            register()
+    except ImportError:
+        pass  # a torch_npu without op-plugin's Python layer: the registration check below decides
+    except Exception as exc:  # noqa: BLE001 - any load failure is the evidence we report
+        return exc, False
+    return None, hasattr(torch.ops.atb, "_npu_reshape_and_cache")
+
+
+@functools.lru_cache(maxsize=1)
+def atb_status() -> NpuStatus:
+    """Whether the ATB kernels (`torch_npu._npu_*`) can run; the NPU's own status when torch_npu cannot."""
+    module, status = _load_torch_npu()
+    if module is None or not status.available:
+        return status
+    return classify_atb_load(*_load_atb(module))
+
+
+def cann_version() -> str | None:
+    """CANN's version as torch_npu reports it (`torch.version.cann`), or None without a usable torch_npu."""
+    module, _status = _load_torch_npu()
+    if module is None:
+        return None
+    return getattr(torch.version, "cann", None)
+
+
+def npu_device_name() -> str | None:
+    """'Ascend910B4' for device 0 when the NPU tier is usable, else None."""
+    if not npu_status().available:
+        return None
+    return str(torch.npu.get_device_name(0))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,24 @@ def _auto_on_off(name: str) -> Callable[[str], str]:
     return parse
 
 
+def _key_values(name: str) -> Callable[[str], tuple[tuple[str, str], ...]]:
+    """'release=0.13.0, chip=A3' -> (('release', '0.13.0'), ('chip', 'A3')); the meaning of each key is
+    checked where it is used (ascend_backend.kernels.context.apply_override)."""
+
+    def parse(raw: str) -> tuple[tuple[str, str], ...]:
+        items = []
+        for part in (p.strip() for p in raw.split(",")):
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise ValueError(f"{name}: {part!r} is not key=value (e.g. {name}=release=0.13.0,chip=A3)")
+            items.append((key.strip(), value.strip()))
+        return tuple(items)
+
+    return parse
+
+
 @dataclass(frozen=True)
 class EnvVar:
     name: str
@@ -98,6 +116,15 @@ ENV_VARS: tuple[EnvVar, ...] = (
         _auto_on_off("ASCEND_BACKEND_FUSED_DECODE"),
         "CPU paged decode through one Inductor-compiled gather-and-attend kernel: auto (when a call reads "
         "at least 1 MiB of K/V and a C++ compiler works), on (every call), off (eager PyTorch only).",
+    ),
+    EnvVar(
+        "ASCEND_BACKEND_KERNELS",
+        "",
+        _key_values("ASCEND_BACKEND_KERNELS"),
+        "Override the NPU kernel selection (ascend_backend.kernels): release=0.13.0 (the vllm-ascend release whose "
+        "calls to make), chip=A2|A3|A5|310P, cann=8.3.RC1, graph=NONE|PIECEWISE|FULL|FULL_DECODE_ONLY, pa_shape=1 "
+        "(the decode batch is in vllm-ascend's pa_shape_list), or OP=RECIPE to pin one op's call, e.g. "
+        "paged_decode_attention=atb_paged_attention. Comma-separated.",
     ),
 )
 

@@ -16,6 +16,11 @@ that calls `REGISTRY.dispatch(name, device, ...)`. The registry:
   (NaN, Inf, zeros, scale, noise) into one op, one call or one module — the fixture every debugging
   tool of the workbench is tested against.
 
+Which torch_npu kernel an NPU implementation calls is not the registry's choice: the adapter asks the
+kernel-selection table (`ascend_backend.kernels`) per call, and its `supports` guard sends the call to
+native where the table says vllm-ascend runs no torch_npu kernel. `describe()` shows that choice next to
+the backend (`npu_kernel`, `kernel_row`), so "npu" always comes with the kernel and the row that chose it.
+
 Why a process-wide instance (`REGISTRY`): dispatch tables are process state by nature (torch.library
 and vLLM's CustomOp registry are too); the instance is built once at import and everything that
 mutates it is an explicit method, scoped by a context manager where it is temporary.
@@ -418,9 +423,12 @@ class OpRegistry:
         os.replace(tmp, path)
 
     def describe(self, device: DeviceKind | torch.device | str | None = None) -> pd.DataFrame:
-        """Table (op, chosen, available, registered, reason, calls, faulted) for `device` (default: detected)."""
+        """Table (op, chosen, available, registered, reason, calls, faulted, npu_kernel, kernel_row) for
+        `device` (default: detected). The last two are the kernel-selection table's choice for an NPU on this
+        stack (ascend_backend.kernels), shown on every device so a CPU machine can say what an NPU would run."""
         import pandas as pd
 
+        from ascend_backend import kernels
         from ascend_backend.device import detect
 
         kind = detect().kind if device is None else (device if isinstance(device, DeviceKind) else kind_of(device))
@@ -441,9 +449,11 @@ class OpRegistry:
                     "reason": choice.reason,
                     "calls": sum(c for (o, _), c in self._calls.items() if o == name),
                     "faulted": self._faulted.get(name, 0),
+                    **dict(zip(("npu_kernel", "kernel_row"), kernels.explain(name) if name in kernels.RECIPES else ("-", "-"))),
                 }
             )
-        return pd.DataFrame(rows, columns=["op", "chosen", "available", "registered", "reason", "calls", "faulted"])
+        columns = ["op", "chosen", "available", "registered", "reason", "calls", "faulted", "npu_kernel", "kernel_row"]
+        return pd.DataFrame(rows, columns=columns)
 
 
 REGISTRY = OpRegistry()

@@ -1,59 +1,55 @@
-"""NPU adapters: each attention op as the exact torch_npu call vllm-ascend makes for that state.
+"""NPU adapters: each attention op makes the torch_npu call vllm-ascend makes for its release, chip and state.
 
-Two kernel families exist, and which one a machine has follows from its torch_npu release:
+Which call is the kernel-selection table's answer (`ascend_backend.kernels.choose(op, CallFacts(...))`,
+rows cited from vllm_ascend/attention/attention_v1.py and device/device_op.py per tag); this module only
+builds the arguments of each recipe, as vllm-ascend builds them:
 
-- ATB (torch_npu < 2.8, vllm-ascend <= 0.11): one ATB kernel per state —
-  `_npu_flash_attention` (PrefillNoCache), `_npu_flash_attention_qlens` (PrefillCacheHit),
-  `_npu_paged_attention` (DecodeOnly), `_npu_paged_attention_splitfuse` (ChunkedPrefill) — each with
-  its own additive mask convention (see `atb_causal_mask`, `atb_splitfuse_mask`).
-- FIA (torch_npu >= 2.8, vllm-ascend >= 0.12): every prefill state goes through
-  `npu_fused_infer_attention_score` in the packed "TND" layout with `sparse_mode=3` and one shared
-  2048x2048 int8 upper-triangular mask; decode keeps `_npu_paged_attention`.
+    cache write     atb_reshape_and_cache      _npu_reshape_and_cache(key=, value=, key_cache=, value_cache=, slot_indices=)
+                    scatter_pa_kv_cache        npu_scatter_pa_kv_cache(..., value=value.contiguous(), slot_mapping=)  A5 <= v0.19
+                    scatter_pa_kv_cache_norm   ... all inputs contiguous, cache_mode="Norm"  (A5 v0.20.2rc1+, A2/A3 v0.25.1rc1+)
+    PrefillNoCache  atb_flash_attention        _npu_flash_attention, causal mask [max_len, max_len] (-inf fp16 / 1 bf16)
+                    fia_tnd_dense              npu_fused_infer_attention_score on the fresh K/V, TND, sparse_mode=3
+                    fusion_attention_dense     npu_fusion_attention, TND, causal (head_size 512 on A2/A3, v0.23.0rc1+)
+    PrefillCacheHit atb_flash_attention_qlens  _npu_flash_attention_qlens, 128 x 128 compressed causal mask
+    ChunkedPrefill  atb_splitfuse              _npu_paged_attention_splitfuse, per-token causal rows
+    (all paged)     fia_tnd_paged              npu_fused_infer_attention_score over the cache viewed [blocks, block, kv_heads*D]
+    DecodeOnly      atb_paged_attention        _npu_paged_attention
+                    fia_tnd_paged_nomask       FIA without atten_mask / sparse_mode (A5, v0.12.0rc1)
 
-Cache writes use `_npu_reshape_and_cache` where torch_npu has it (every release vllm-ascend pairs
-with a 910B), else `npu_scatter_pa_kv_cache(..., cache_mode="Norm")` as current vllm-ascend does.
-
-CANN attention kernels take float16/bfloat16 only; the `supports` guards send float32 calls (and the
-head size 192 that vllm-ascend keeps off the splitfuse kernel) to the native path, logged once.
-Lengths are passed as int32 host tensors or lists, as vllm-ascend passes them. The adapters only
-run where `ascend_backend.device.torch_npu()` succeeds; tests/npu compares them with native.
+Lengths go as int32 host tensors to ATB kernels (op-plugin's ParamSetter passes CPU tensors as host
+data) and as Python lists of cumulative ends to FIA ("TND": actual_seq_lengths are end offsets). The
+guards send a call to the native path, with the reason logged once by the registry, where the table says
+vllm-ascend runs no torch_npu kernel (head_size 192 before v0.12, 310P's NZ layouts, head_size 512
+paged prefill), and for float32 inputs (CANN attention kernels take float16/bfloat16). tests/npu
+compares every recipe the installed torch_npu has with native; tests/unit/npu_contract checks each
+call against op-plugin's declared schemas for every table row.
 """
 
 from __future__ import annotations
 
-import enum
-import re
+import functools
+from collections.abc import Callable
 
 import torch
 
+from ascend_backend import kernels
 from ascend_backend.attention.layout import KVCacheDims
 from ascend_backend.device import torch_npu
+from ascend_backend.kernels import CallFacts
 from ascend_backend.registry import REGISTRY, Backend
 
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16)
-# vllm-ascend's FIA mask: int8, 1 above the diagonal; sparse_mode=3 reads its causal pattern from it.
+# vllm-ascend's FIA mask: int8, 1 above the diagonal; sparse_mode=3 reads its causal pattern from it
+# (attention_mask.py get_splitfuse_attn_mask, v0.11.0 to v0.25.1rc1).
 FIA_MASK_SIZE = 2048
 # The "compressed" causal mask _npu_flash_attention_qlens takes (vllm-ascend passes 128 x 128).
 ATB_QLENS_MASK_SIZE = 128
 # The splitfuse kernel wants a finite mask value in bfloat16 (vllm-ascend scales its 1s by -10000).
 ATB_SPLITFUSE_BF16_MASK_VALUE = -10000.0
-
-
-class NpuKernelFamily(enum.Enum):
-    ATB = "atb"  # per-state ATB kernels (torch_npu < 2.8)
-    FIA = "fia"  # npu_fused_infer_attention_score, TND layout (torch_npu >= 2.8)
-
-
-def kernel_family(torch_npu_version: str) -> NpuKernelFamily:
-    """'2.7.1.post1' -> ATB, '2.8.0' -> FIA: the family the paired vllm-ascend release calls."""
-    match = re.match(r"(\d+)\.(\d+)", torch_npu_version)
-    if match is None:
-        raise ValueError(f"cannot read a major.minor version from torch_npu version {torch_npu_version!r}")
-    return NpuKernelFamily.FIA if (int(match[1]), int(match[2])) >= (2, 8) else NpuKernelFamily.ATB
-
-
-def _family() -> NpuKernelFamily:
-    return kernel_family(getattr(torch_npu(), "__version__", "0.0"))
+# FIA's and npu_fusion_attention's "no limit" for pre/next tokens (device/utils.py@v0.23.0 SWA_INT_MAX).
+INT_MAX = 2147483647
+# PrefillNoCache through FIA passes block_size 128 with no block table (_get_fia_params).
+FIA_DENSE_BLOCK_SIZE = 128
 
 
 def _host_int32(lengths: torch.Tensor) -> torch.Tensor:
@@ -86,134 +82,302 @@ def atb_splitfuse_mask(
     return torch.zeros(above.shape).masked_fill(above, masked).to(dtype).to(device)
 
 
-def fia_causal_mask(device: torch.device | str) -> torch.Tensor:
-    return torch.ones(FIA_MASK_SIZE, FIA_MASK_SIZE).triu(1).to(torch.int8).to(device)
+def fia_causal_mask(device: torch.device | str, dtype: torch.dtype = torch.int8) -> torch.Tensor:
+    """The shared [2048, 2048] mask (1 above the diagonal) on `device`, built once per device and dtype
+    (as vllm-ascend's AttentionMaskBuilder keeps one): rebuilding and copying 4 MiB per layer and step
+    would cost more than the attention itself. Read-only by contract: no kernel writes its mask."""
+    return _fia_mask_on(str(device), dtype)
+
+
+@functools.lru_cache(maxsize=8)
+def _fia_mask_on(device: str, dtype: torch.dtype) -> torch.Tensor:
+    return torch.ones(FIA_MASK_SIZE, FIA_MASK_SIZE, dtype=torch.int8).triu(1).to(dtype).to(device)
 
 
 # --------------------------------------------------------------------------------------------- guards
-def _dtype_guard(tensor: torch.Tensor) -> str | None:
-    if tensor.dtype not in _KERNEL_DTYPES:
-        return f"{tensor.dtype} inputs (CANN attention kernels take float16/bfloat16)"
-    return None
+def _table_guard(op: str, head_size_of: Callable[..., int]) -> Callable[..., str | None]:
+    """A per-call guard: why this call goes native (dtype or the table's native row), or None."""
+
+    def guard(first: torch.Tensor, *args: object, **kwargs: object) -> str | None:
+        if first.dtype not in _KERNEL_DTYPES:
+            return f"{first.dtype} inputs (CANN attention kernels take float16/bfloat16)"
+        choice = kernels.choose(op, CallFacts(head_size=head_size_of(first, *args)))
+        return choice.reason if choice.native else None
+
+    return guard
 
 
-def _guard_query(query: torch.Tensor, *_args: object, **_kwargs: object) -> str | None:
-    return _dtype_guard(query)
+def _last_dim(tensor: torch.Tensor, *_args: object) -> int:
+    return int(tensor.shape[-1])
 
 
-def _guard_cache_write(key: torch.Tensor, *_args: object, **_kwargs: object) -> str | None:
-    return _dtype_guard(key)
+def _recipe(op: str, head_size: int) -> str:
+    return kernels.choose(op, CallFacts(head_size=head_size)).recipe
 
 
-def _guard_chunked(query: torch.Tensor, *_args: object, **_kwargs: object) -> str | None:
-    if query.shape[-1] == 192 and _family() is NpuKernelFamily.ATB:
-        return "head_size 192 (vllm-ascend keeps it off _npu_paged_attention_splitfuse)"
-    return _dtype_guard(query)
+# --------------------------------------------------------------------------------------------- cache write
+def _atb_reshape_and_cache(key, value, kv_cache, slot_mapping) -> None:
+    torch_npu()._npu_reshape_and_cache(
+        key=key, value=value, key_cache=kv_cache[0], value_cache=kv_cache[1], slot_indices=slot_mapping
+    )
 
 
-# --------------------------------------------------------------------------------------------- ops
-@REGISTRY.register("reshape_and_cache", Backend.NPU, supports=_guard_cache_write)
+def _scatter_pa_kv_cache(key, value, kv_cache, slot_mapping) -> None:
+    # device_op.py@v0.14.0rc1 A5DeviceAdaptor: no cache_mode (op-plugin 7.2.0/7.3.0 declare none).
+    torch_npu().npu_scatter_pa_kv_cache(
+        key=key, value=value.contiguous(), key_cache=kv_cache[0], value_cache=kv_cache[1], slot_mapping=slot_mapping
+    )
+
+
+def _scatter_pa_kv_cache_norm(key, value, kv_cache, slot_mapping) -> None:
+    # device_op.py@v0.20.2rc1 A5DeviceAdaptor / @v0.25.1rc1 BaseDeviceAdaptor: "Norm" = the ND paged layout.
+    torch_npu().npu_scatter_pa_kv_cache(
+        key=key.contiguous(),
+        value=value.contiguous(),
+        key_cache=kv_cache[0],
+        value_cache=kv_cache[1],
+        slot_mapping=slot_mapping.contiguous(),
+        cache_mode="Norm",
+    )
+
+
+_CACHE_WRITES = {
+    "atb_reshape_and_cache": _atb_reshape_and_cache,
+    "scatter_pa_kv_cache": _scatter_pa_kv_cache,
+    "scatter_pa_kv_cache_norm": _scatter_pa_kv_cache_norm,
+}
+
+
+@REGISTRY.register("reshape_and_cache", Backend.NPU, supports=_table_guard("reshape_and_cache", _last_dim))
 def reshape_and_cache_npu(
     key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
 ) -> None:
-    npu = torch_npu()
-    if hasattr(npu, "_npu_reshape_and_cache"):
-        npu._npu_reshape_and_cache(
-            key=key, value=value, key_cache=kv_cache[0], value_cache=kv_cache[1], slot_indices=slot_mapping
-        )
-    else:
-        npu.npu_scatter_pa_kv_cache(
-            key=key.contiguous(), value=value.contiguous(), key_cache=kv_cache[0], value_cache=kv_cache[1],
-            slot_mapping=slot_mapping.contiguous(), cache_mode="Norm",
-        )
+    _CACHE_WRITES[_recipe("reshape_and_cache", key.shape[-1])](key, value, kv_cache, slot_mapping)
 
 
-@REGISTRY.register("paged_decode_attention", Backend.NPU, supports=_guard_query)
-def paged_decode_attention_npu(
-    query: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, context_lens: torch.Tensor,
-    scale: float,
-) -> torch.Tensor:
-    dims = KVCacheDims.of(kv_cache)
-    out = torch.empty_like(query)
-    torch_npu()._npu_paged_attention(
-        query=query, key_cache=kv_cache[0], value_cache=kv_cache[1], num_kv_heads=dims.num_kv_heads,
-        num_heads=query.shape[1], scale_value=scale, block_table=block_tables,
-        context_lens=_host_int32(context_lens), out=out,
-    )
-    return out
-
-
-@REGISTRY.register("prefill_attention", Backend.NPU, supports=_guard_query)
-def prefill_attention_npu(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, seq_lens: torch.Tensor, scale: float
-) -> torch.Tensor:
-    num_heads, num_kv_heads = query.shape[1], key.shape[1]
-    if _family() is NpuKernelFamily.FIA:
-        ends = _cumulative(seq_lens)
-        out, _ = torch_npu().npu_fused_infer_attention_score(
-            query=query, key=key, value=value, atten_mask=fia_causal_mask(query.device), block_table=None,
-            input_layout="TND", block_size=128, actual_seq_lengths=ends, actual_seq_lengths_kv=ends,
-            num_key_value_heads=num_kv_heads, num_heads=num_heads, scale=scale, sparse_mode=3,
-        )
-        return out.view_as(query)
+# --------------------------------------------------------------------------------------------- PrefillNoCache
+def _atb_flash_attention(query, key, value, seq_lens, scale) -> torch.Tensor:
     lens = _host_int32(seq_lens)
     out = torch.empty_like(query)
     torch_npu()._npu_flash_attention(
-        query=query, key=key, value=value, mask=atb_causal_mask(int(lens.max()), query.dtype, query.device),
-        seq_len=lens, scale_value=scale, num_heads=num_heads, num_kv_heads=num_kv_heads, out=out,
+        query=query,
+        key=key,
+        value=value,
+        mask=atb_causal_mask(int(lens.max()), query.dtype, query.device),
+        seq_len=lens,
+        scale_value=scale,
+        num_heads=query.shape[1],
+        num_kv_heads=key.shape[1],
+        out=out,
     )
     return out
 
 
-def _fia_paged_prefill(
-    query: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, query_lens: torch.Tensor,
-    seq_lens: torch.Tensor, scale: float,
-) -> torch.Tensor:
-    dims = KVCacheDims.of(kv_cache)
+def _fia_tnd_dense(query, key, value, seq_lens, scale) -> torch.Tensor:
+    ends = _cumulative(seq_lens)
     out, _ = torch_npu().npu_fused_infer_attention_score(
         query=query,
-        key=kv_cache[0].view(dims.num_blocks, dims.block_size, -1),
-        value=kv_cache[1].view(dims.num_blocks, dims.block_size, -1),
-        atten_mask=fia_causal_mask(query.device), block_table=block_tables, input_layout="TND",
-        block_size=dims.block_size, actual_seq_lengths=_cumulative(query_lens),
-        actual_seq_lengths_kv=_host_int32(seq_lens).tolist(), num_key_value_heads=dims.num_kv_heads,
-        num_heads=query.shape[1], scale=scale, sparse_mode=3,
+        key=key,
+        value=value,
+        atten_mask=fia_causal_mask(query.device),
+        block_table=None,
+        input_layout="TND",
+        block_size=FIA_DENSE_BLOCK_SIZE,
+        actual_seq_lengths=ends,
+        actual_seq_lengths_kv=ends,
+        num_key_value_heads=key.shape[1],
+        num_heads=query.shape[1],
+        scale=scale,
+        sparse_mode=3,
     )
     return out.view_as(query)
 
 
-@REGISTRY.register("prefill_cache_hit_attention", Backend.NPU, supports=_guard_query)
-def prefill_cache_hit_attention_npu(
-    query: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, query_lens: torch.Tensor,
-    seq_lens: torch.Tensor, scale: float,
+def _fusion_attention_dense(query, key, value, seq_lens, scale) -> torch.Tensor:
+    # device/utils.py@v0.23.0 npu_large_head_prefill_attention: the int8 mask as bool, causal sparse_mode 3.
+    ends = _cumulative(seq_lens)
+    result = torch_npu().npu_fusion_attention(
+        query,
+        key,
+        value,
+        query.shape[1],
+        "TND",
+        atten_mask=fia_causal_mask(query.device, torch.bool),
+        scale=scale,
+        pre_tockens=INT_MAX,
+        next_tockens=0,
+        actual_seq_qlen=ends,
+        actual_seq_kvlen=ends,
+        sparse_mode=3,
+    )
+    return result[0].view_as(query)
+
+
+_PREFILLS = {
+    "atb_flash_attention": _atb_flash_attention,
+    "fia_tnd_dense": _fia_tnd_dense,
+    "fusion_attention_dense": _fusion_attention_dense,
+}
+
+
+@REGISTRY.register("prefill_attention", Backend.NPU, supports=_table_guard("prefill_attention", _last_dim))
+def prefill_attention_npu(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, seq_lens: torch.Tensor, scale: float
 ) -> torch.Tensor:
-    if _family() is NpuKernelFamily.FIA:
-        return _fia_paged_prefill(query, kv_cache, block_tables, query_lens, seq_lens, scale)
+    return _PREFILLS[_recipe("prefill_attention", query.shape[-1])](query, key, value, seq_lens, scale)
+
+
+# --------------------------------------------------------------------------------------------- paged states
+def _fia_tnd_paged(query, kv_cache, block_tables, query_lens, seq_lens, scale, *, masked: bool = True) -> torch.Tensor:
+    # attention_v1.py@v0.13.0 _get_fia_params: K/V as the paged cache viewed [blocks, block_size, kv_heads * D].
+    dims = KVCacheDims.of(kv_cache)
+    mask_args = {"atten_mask": fia_causal_mask(query.device), "sparse_mode": 3} if masked else {}
+    out, _ = torch_npu().npu_fused_infer_attention_score(
+        query=query,
+        key=kv_cache[0].view(dims.num_blocks, dims.block_size, -1),
+        value=kv_cache[1].view(dims.num_blocks, dims.block_size, -1),
+        block_table=block_tables,
+        input_layout="TND",
+        block_size=dims.block_size,
+        actual_seq_lengths=_cumulative(query_lens),
+        actual_seq_lengths_kv=_host_int32(seq_lens).tolist(),
+        num_key_value_heads=dims.num_kv_heads,
+        num_heads=query.shape[1],
+        scale=scale,
+        **mask_args,
+    )
+    return out.view_as(query)
+
+
+def _atb_flash_attention_qlens(query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
     dims = KVCacheDims.of(kv_cache)
     out = torch.empty_like(query)
     torch_npu()._npu_flash_attention_qlens(
-        query=query, key_cache=kv_cache[0], value_cache=kv_cache[1], block_table=block_tables,
-        mask=atb_causal_mask(ATB_QLENS_MASK_SIZE, query.dtype, query.device), seq_len=_host_int32(query_lens),
-        context_lens=_host_int32(seq_lens), num_kv_heads=dims.num_kv_heads, num_heads=query.shape[1],
-        scale_value=scale, out=out,
+        query=query,
+        key_cache=kv_cache[0],
+        value_cache=kv_cache[1],
+        block_table=block_tables,
+        mask=atb_causal_mask(ATB_QLENS_MASK_SIZE, query.dtype, query.device),
+        seq_len=_host_int32(query_lens),
+        context_lens=_host_int32(seq_lens),
+        num_kv_heads=dims.num_kv_heads,
+        num_heads=query.shape[1],
+        scale_value=scale,
+        out=out,
     )
     return out
 
 
-@REGISTRY.register("chunked_prefill_attention", Backend.NPU, supports=_guard_chunked)
-def chunked_prefill_attention_npu(
-    query: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, query_lens: torch.Tensor,
-    seq_lens: torch.Tensor, scale: float,
-) -> torch.Tensor:
-    if _family() is NpuKernelFamily.FIA:
-        return _fia_paged_prefill(query, kv_cache, block_tables, query_lens, seq_lens, scale)
+def _atb_splitfuse(query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
     dims = KVCacheDims.of(kv_cache)
     q_lens, s_lens = _host_int32(query_lens), _host_int32(seq_lens)
     out = torch.empty_like(query)
     torch_npu()._npu_paged_attention_splitfuse(
-        query=query, key_cache=kv_cache[0], value_cache=kv_cache[1],
+        query=query,
+        key_cache=kv_cache[0],
+        value_cache=kv_cache[1],
         mask=atb_splitfuse_mask(q_lens.tolist(), s_lens.tolist(), query.dtype, query.device),
-        block_table=block_tables, seq_len=q_lens, context_lens=s_lens, num_kv_heads=dims.num_kv_heads,
-        num_heads=query.shape[1], scale_value=scale, out=out,
+        block_table=block_tables,
+        seq_len=q_lens,
+        context_lens=s_lens,
+        num_kv_heads=dims.num_kv_heads,
+        num_heads=query.shape[1],
+        scale_value=scale,
+        out=out,
     )
     return out
+
+
+_PAGED_PREFILLS = {
+    "atb_flash_attention_qlens": _atb_flash_attention_qlens,
+    "atb_splitfuse": _atb_splitfuse,
+    "fia_tnd_paged": _fia_tnd_paged,
+}
+
+
+@REGISTRY.register(
+    "prefill_cache_hit_attention", Backend.NPU, supports=_table_guard("prefill_cache_hit_attention", _last_dim)
+)
+def prefill_cache_hit_attention_npu(
+    query: torch.Tensor,
+    kv_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    query_lens: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    recipe = _recipe("prefill_cache_hit_attention", query.shape[-1])
+    return _PAGED_PREFILLS[recipe](query, kv_cache, block_tables, query_lens, seq_lens, scale)
+
+
+@REGISTRY.register(
+    "chunked_prefill_attention", Backend.NPU, supports=_table_guard("chunked_prefill_attention", _last_dim)
+)
+def chunked_prefill_attention_npu(
+    query: torch.Tensor,
+    kv_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    query_lens: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    recipe = _recipe("chunked_prefill_attention", query.shape[-1])
+    return _PAGED_PREFILLS[recipe](query, kv_cache, block_tables, query_lens, seq_lens, scale)
+
+
+# --------------------------------------------------------------------------------------------- DecodeOnly
+def _atb_paged_attention(query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
+    dims = KVCacheDims.of(kv_cache)
+    out = torch.empty_like(query)
+    torch_npu()._npu_paged_attention(
+        query=query,
+        key_cache=kv_cache[0],
+        value_cache=kv_cache[1],
+        num_kv_heads=dims.num_kv_heads,
+        num_heads=query.shape[1],
+        scale_value=scale,
+        block_table=block_tables,
+        context_lens=_host_int32(context_lens),
+        out=out,
+    )
+    return out
+
+
+def _fia_decode(query, kv_cache, block_tables, context_lens, scale, *, masked: bool = True) -> torch.Tensor:
+    # Every sequence brings one query token, so the TND query ends are 1, 2, ..., num_seqs.
+    ones = torch.ones(query.shape[0], dtype=torch.int32)
+    return _fia_tnd_paged(query, kv_cache, block_tables, ones, context_lens, scale, masked=masked)
+
+
+def _fia_decode_nomask(query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
+    # attention_v1.py@v0.12.0rc1 _forward_decode_only_ascend91095 (A5): no atten_mask, no sparse_mode.
+    return _fia_decode(query, kv_cache, block_tables, context_lens, scale, masked=False)
+
+
+_DECODES = {
+    "atb_paged_attention": _atb_paged_attention,
+    "fia_tnd_paged": _fia_decode,
+    "fia_tnd_paged_nomask": _fia_decode_nomask,
+}
+
+
+@REGISTRY.register("paged_decode_attention", Backend.NPU, supports=_table_guard("paged_decode_attention", _last_dim))
+def paged_decode_attention_npu(
+    query: torch.Tensor,
+    kv_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    context_lens: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    recipe = _recipe("paged_decode_attention", query.shape[-1])
+    return _DECODES[recipe](query, kv_cache, block_tables, context_lens, scale)
+
+
+# Every recipe this module implements, per op (a unit test checks it against kernels.RECIPES).
+IMPLEMENTED: dict[str, frozenset[str]] = {
+    "reshape_and_cache": frozenset(_CACHE_WRITES),
+    "prefill_attention": frozenset(_PREFILLS),
+    "prefill_cache_hit_attention": frozenset(_PAGED_PREFILLS),
+    "chunked_prefill_attention": frozenset(_PAGED_PREFILLS) - {"atb_flash_attention_qlens"},
+    "paged_decode_attention": frozenset(_DECODES),
+}

@@ -4,12 +4,13 @@ Importing this package registers every implementation (native, and NPU adapters 
 torch_npu when called).
 """
 
-from ascend_backend.ops.activation import gelu, gelu_tanh, silu_and_mul
+from ascend_backend.ops.activation import gelu, gelu_tanh, quick_gelu, silu_and_mul
 from ascend_backend.ops.linear import linear
-from ascend_backend.ops.norm import add_rms_norm, rms_norm
+from ascend_backend.ops.mrope import mrope
+from ascend_backend.ops.norm import add_rms_norm, gemma_add_rms_norm, gemma_rms_norm, rms_norm
 from ascend_backend.ops.rotary import build_cos_sin_cache, rotary_embedding
 
 __all__ = [
-    "add_rms_norm", "build_cos_sin_cache", "gelu", "gelu_tanh", "linear", "rms_norm", "rotary_embedding",
-    "silu_and_mul",
+    "add_rms_norm", "build_cos_sin_cache", "gelu", "gelu_tanh", "gemma_add_rms_norm", "gemma_rms_norm", "linear",
+    "mrope", "quick_gelu", "rms_norm", "rotary_embedding", "silu_and_mul",
 ]

@@ -1,7 +1,12 @@
-"""Activations: SiLU-and-mul (SwiGLU gate), GELU (erf) and GELU (tanh approximation).
+"""Activations: SiLU-and-mul (SwiGLU gate), GELU (erf), GELU (tanh approximation) and QuickGELU.
 
-Native math follows vLLM's `SiluAndMul.forward_native` and torch's GELU; NPU adapters call
-`npu_swiglu` (as vllm-ascend's `AscendSiluAndMul`) and `npu_gelu` with the matching approximation.
+Native math follows vLLM's `SiluAndMul.forward_native`, torch's GELU and vLLM's `QuickGELU.forward_native`
+(x * sigmoid(1.702 x), CLIP-style vision towers). NPU adapters make vllm-ascend's calls where it
+overrides the layer: `npu_swiglu` (AscendSiluAndMul) and `npu_fast_gelu` (AscendQuickGELU), both in
+vllm_ascend/ops/activation.py. vllm-ascend registers no GELU override (activation.py@v0.23.0), so on an
+NPU GELU runs vLLM's native forward (F.gelu, which torch_npu lowers to CANN): GELU has no NPU adapter
+here either, and the kernel-selection table says so. Where the table names no torch_npu kernel for this
+release and chip (310P's float32 SwiGLU detour, QuickGELU in v0.8.4rc2), the guard sends the call native.
 """
 
 from __future__ import annotations
@@ -9,8 +14,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ascend_backend import kernels
 from ascend_backend.device import torch_npu
 from ascend_backend.registry import REGISTRY, Backend
+
+QUICK_GELU_ALPHA = 1.702  # QuickGELU's sigmoid slope (CLIP; vLLM QuickGELU.forward_native)
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
@@ -28,8 +36,18 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return REGISTRY.dispatch("gelu_tanh", x.device, x)
 
 
+def quick_gelu(x: torch.Tensor) -> torch.Tensor:
+    """QuickGELU: x * sigmoid(1.702 x), computed in float32 and returned in x's dtype."""
+    return REGISTRY.dispatch("quick_gelu", x.device, x)
+
+
 def _even_last_dim(x: torch.Tensor) -> str | None:
     return None if x.shape[-1] % 2 == 0 else f"last dim {x.shape[-1]} is odd; expected [gate | up]"
+
+
+def _table_says_native(op: str) -> str | None:
+    choice = kernels.choose(op)
+    return choice.reason if choice.native else None
 
 
 @REGISTRY.register("silu_and_mul", Backend.NATIVE, doc="silu(x[..., :d]) * x[..., d:]")
@@ -50,16 +68,25 @@ def gelu_tanh_native(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-@REGISTRY.register("silu_and_mul", Backend.NPU, supports=_even_last_dim)
+@REGISTRY.register("quick_gelu", Backend.NATIVE, doc="x * sigmoid(1.702 x) (fp32 inside)")
+def quick_gelu_native(x: torch.Tensor) -> torch.Tensor:
+    # float32 inside, one rounding at the end: computed in bfloat16 the product of two rounded factors
+    # drifts beyond msprobe's bf16 error threshold, which no kernel does.
+    x32 = x.float()
+    return (x32 * torch.sigmoid(QUICK_GELU_ALPHA * x32)).to(x.dtype)
+
+
+@REGISTRY.register(
+    "silu_and_mul", Backend.NPU, supports=lambda x: _even_last_dim(x) or _table_says_native("silu_and_mul")
+)
 def silu_and_mul_npu(x: torch.Tensor) -> torch.Tensor:
     return torch_npu().npu_swiglu(x)
 
 
-@REGISTRY.register("gelu", Backend.NPU)
-def gelu_npu(x: torch.Tensor) -> torch.Tensor:
-    return torch_npu().npu_gelu(x, approximate="none")
+@REGISTRY.register("quick_gelu", Backend.NPU, supports=lambda x: _table_says_native("quick_gelu"))
+def quick_gelu_npu(x: torch.Tensor) -> torch.Tensor:
+    # CANN's FastGelu is x * sigmoid(1.702 x) written as x / (1 + exp(-1.702 |x|)) * exp(0.851 (x - |x|)).
+    return torch_npu().npu_fast_gelu(x)
 
 
-@REGISTRY.register("gelu_tanh", Backend.NPU)
-def gelu_tanh_npu(x: torch.Tensor) -> torch.Tensor:
-    return torch_npu().npu_gelu(x, approximate="tanh")
+IMPLEMENTED = {"silu_and_mul": frozenset({"npu_swiglu"}), "quick_gelu": frozenset({"npu_fast_gelu"})}

@@ -1,0 +1,48 @@
+"""Which torch_npu kernel each op runs: the kernel-selection table, read from vllm-ascend's source per release.
+
+    from ascend_backend import kernels
+    kernels.active_context().describe()     # release, chip, CANN, graph mode, and how each was found
+    kernels.choose("paged_decode_attention") # KernelChoice(kernel, recipe, row, reason)
+
+The NPU adapters (`ascend_backend.attention.npu`, `ascend_backend.ops`) ask `choose` for every call and
+make the call of the chosen recipe; `ASCEND_BACKEND_KERNELS` overrides the context or pins a recipe.
+"""
+
+from ascend_backend.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family
+from ascend_backend.kernels.recipes import NATIVE, RECIPES, STATES, kernel_of, label
+from ascend_backend.kernels.selection import (
+    TYPICAL_CALL,
+    CallFacts,
+    KernelChoice,
+    active_context,
+    choose,
+    context_for_stack,
+    explain,
+    select,
+)
+from ascend_backend.kernels.table import ChipFamily, GraphMode, KernelRow, kernel_table, releases
+
+__all__ = [
+    "NATIVE",
+    "OVERRIDE_VAR",
+    "RECIPES",
+    "STATES",
+    "TYPICAL_CALL",
+    "CallFacts",
+    "ChipFamily",
+    "GraphMode",
+    "KernelChoice",
+    "KernelRow",
+    "SelectionContext",
+    "StackFacts",
+    "active_context",
+    "chip_family",
+    "choose",
+    "context_for_stack",
+    "explain",
+    "kernel_of",
+    "kernel_table",
+    "label",
+    "releases",
+    "select",
+]

@@ -1,0 +1,90 @@
+"""The argument recipes ascend_backend's NPU adapters know, per op: recipe name -> the torch_npu function it calls.
+
+A recipe is one way of making a call: the function and how its arguments are built (layout, masks,
+which lengths, contiguity). The kernel-selection table (`ascend_backend/data/kernel_table.json`) names
+a recipe per row; the adapters in `ascend_backend.attention.npu` and `ascend_backend.ops` implement
+each one, and a unit test checks that both sides list the same names. `native` is always a recipe: the
+call goes to the op's native PyTorch implementation, with the row's reason.
+
+    attention (packed "TND" = [tokens, heads, head_size] with cumulative per-sequence lengths):
+      fia_tnd_dense         npu_fused_infer_attention_score over fresh K/V, block_table None, sparse_mode 3
+      fia_tnd_paged         ... over the paged cache viewed [blocks, block_size, kv_heads*head_size]
+      fia_tnd_paged_nomask  ... the same without atten_mask and sparse_mode (A5 decode in v0.12.0rc1)
+    rotary:
+      atb_rope              _npu_rotary_embedding, in place on copies; one cos/sin cache per process
+      apply_rotary_pos_emb  npu_apply_rotary_pos_emb with cos/sin gathered per token ([1, T, 1, D])
+      mrope_rope            npu_mrope(..., mrope_section=[0, 0, 0]): plain RoPE with the cache passed per call
+"""
+
+from __future__ import annotations
+
+NATIVE = "native"
+
+RECIPES: dict[str, dict[str, str]] = {
+    "reshape_and_cache": {
+        "atb_reshape_and_cache": "_npu_reshape_and_cache",
+        "scatter_pa_kv_cache": "npu_scatter_pa_kv_cache",
+        "scatter_pa_kv_cache_norm": "npu_scatter_pa_kv_cache",
+    },
+    "prefill_attention": {
+        "atb_flash_attention": "_npu_flash_attention",
+        "fia_tnd_dense": "npu_fused_infer_attention_score",
+        "fusion_attention_dense": "npu_fusion_attention",
+    },
+    "prefill_cache_hit_attention": {
+        "atb_flash_attention_qlens": "_npu_flash_attention_qlens",
+        "atb_splitfuse": "_npu_paged_attention_splitfuse",
+        "fia_tnd_paged": "npu_fused_infer_attention_score",
+    },
+    "paged_decode_attention": {
+        "atb_paged_attention": "_npu_paged_attention",
+        "fia_tnd_paged": "npu_fused_infer_attention_score",
+        "fia_tnd_paged_nomask": "npu_fused_infer_attention_score",
+    },
+    "chunked_prefill_attention": {
+        "atb_splitfuse": "_npu_paged_attention_splitfuse",
+        "fia_tnd_paged": "npu_fused_infer_attention_score",
+    },
+    "rotary_embedding": {
+        "atb_rope": "_npu_rotary_embedding",
+        "apply_rotary_pos_emb": "npu_apply_rotary_pos_emb",
+        "mrope_rope": "npu_mrope",
+    },
+    "mrope": {"npu_mrope": "npu_mrope"},
+    "rms_norm": {"npu_rms_norm": "npu_rms_norm"},
+    "add_rms_norm": {"npu_add_rms_norm": "npu_add_rms_norm", "add_then_npu_rms_norm": "npu_rms_norm"},
+    "gemma_rms_norm": {"npu_rms_norm_plus_one": "npu_rms_norm"},
+    "gemma_add_rms_norm": {
+        "npu_add_rms_norm_plus_one": "npu_add_rms_norm",
+        "add_then_npu_rms_norm_plus_one": "npu_rms_norm",
+    },
+    "silu_and_mul": {"npu_swiglu": "npu_swiglu"},
+    "quick_gelu": {"npu_fast_gelu": "npu_fast_gelu"},
+    "gelu": {},
+    "gelu_tanh": {},
+}
+
+# Which attention state an op serves, for tables and diffs ("decode moved from ... to ...").
+STATES: dict[str, str] = {
+    "reshape_and_cache": "cache write",
+    "prefill_attention": "PrefillNoCache",
+    "prefill_cache_hit_attention": "PrefillCacheHit",
+    "paged_decode_attention": "DecodeOnly",
+    "chunked_prefill_attention": "ChunkedPrefill",
+}
+
+
+def kernel_of(op: str, recipe: str) -> str:
+    """'paged_decode_attention', 'atb_paged_attention' -> '_npu_paged_attention'; 'native' -> 'native'."""
+    if recipe == NATIVE:
+        return NATIVE
+    try:
+        return RECIPES[op][recipe]
+    except KeyError:
+        known = ", ".join(sorted(RECIPES.get(op, {}))) or "none"
+        raise ValueError(f"op {op!r} has no recipe {recipe!r}; its recipes: {known}, native") from None
+
+
+def label(op: str) -> str:
+    """'paged_decode_attention' -> 'paged_decode_attention (DecodeOnly)'; other ops as they are."""
+    return f"{op} ({STATES[op]})" if op in STATES else op

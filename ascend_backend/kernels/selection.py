@@ -1,0 +1,199 @@
+"""Choose the kernel for an op: the first table row that matches the stack and the call, or native with a reason.
+
+    from ascend_backend.kernels import CallFacts, choose
+    choice = choose("paged_decode_attention", CallFacts(head_size=128))
+    choice.kernel, choice.recipe, choice.row.citation
+    # ('npu_fused_infer_attention_score', 'fia_tnd_paged',
+    #  'vllm_ascend/attention/attention_v1.py@v0.13.0 (forward_impl -> forward_fused_infer_attention ...)')
+
+`select(op, context, call)` is the pure function (tests and `workbench.kernels` feed it any stack);
+`choose(op, call)` uses this process's context (`active_context()`: this machine, then the
+ASCEND_BACKEND_KERNELS override) and sends ATB kernels to native when NNAL/ATB cannot load, because
+op-plugin only raises that on the first `_npu_*` call.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from ascend_backend import device, envs
+from ascend_backend.kernels.context import (
+    OVERRIDE_VAR,
+    SelectionContext,
+    StackFacts,
+    apply_override,
+    build_context,
+    facts_from_stack,
+)
+from ascend_backend.kernels.recipes import NATIVE, RECIPES, kernel_of
+from ascend_backend.kernels.table import GraphMode, KernelRow, rows_for
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """The properties of one call that table rows may depend on (None = not applicable / unknown)."""
+
+    head_size: int | None = None
+    rotary_dim: int | None = None
+    neox: bool | None = None
+    mrope_section: tuple[int, ...] | None = None
+
+
+# What describe() and the tables assume when no call is at hand: a Llama/Qwen-style layer.
+TYPICAL_CALL = CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24))
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """The kernel an op runs, the recipe that builds its arguments, and the row (None when pinned or no row)."""
+
+    op: str
+    kernel: str
+    recipe: str
+    row: KernelRow | None
+    reason: str
+
+    @property
+    def native(self) -> bool:
+        return self.recipe == NATIVE
+
+    @property
+    def citation(self) -> str:
+        return self.row.citation if self.row is not None else self.reason
+
+
+def _condition_holds(key: str, value: object, context: SelectionContext, call: CallFacts) -> bool:
+    if key == "pa_shape":
+        return context.pa_shape == value
+    if key == "cann_prefix":
+        return bool(context.cann) and str(context.cann).startswith(str(value))
+    if key == "neox":
+        return call.neox == value
+    if key == "partial_rotary":
+        if call.rotary_dim is None or call.head_size is None:
+            return False
+        return (call.rotary_dim < call.head_size) == value
+    if key == "mrope_section":
+        return call.mrope_section is not None and tuple(call.mrope_section) in value  # type: ignore[operator]
+    actual = getattr(call, key)
+    return actual is not None and actual in value  # type: ignore[operator]
+
+
+def row_matches(row: KernelRow, context: SelectionContext, call: CallFacts) -> bool:
+    if context.release is None or not row.covers(context.release) or context.chip not in row.chips:
+        return False
+    if row.graph is not None and context.graph_mode not in row.graph:
+        return False
+    return all(_condition_holds(key, value, context, call) for key, value in row.when)
+
+
+def _row_reason(row: KernelRow) -> str:
+    if row.recipe == NATIVE:
+        why = row.note or f"vllm-ascend runs {row.vllm_ascend}"
+        return f"table row {row.id}: {why}"
+    return f"table row {row.id}"
+
+
+def select(op: str, context: SelectionContext, call: CallFacts = TYPICAL_CALL) -> KernelChoice:
+    """The choice for `op` under `context`: a pin, else the first matching row, else native."""
+    if op not in RECIPES:
+        raise ValueError(f"no kernel-selection rows for op {op!r}; ops: {', '.join(sorted(RECIPES))}")
+    pinned = dict(context.pins).get(op)
+    if pinned is not None:
+        return KernelChoice(op, kernel_of(op, pinned), pinned, None, f"pinned by {OVERRIDE_VAR}={op}={pinned}")
+    if context.release is None:
+        return KernelChoice(op, NATIVE, NATIVE, None, f"no vllm-ascend release known: {context.release_basis}")
+    for row in rows_for(op):
+        if row_matches(row, context, call):
+            return KernelChoice(op, row.kernel, row.recipe, row, _row_reason(row))
+    return KernelChoice(
+        op,
+        NATIVE,
+        NATIVE,
+        None,
+        f"no table row for {op} on vllm-ascend {context.release_label}, chip {context.chip.value}",
+    )
+
+
+def _installed(*names: str) -> str | None:
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def facts_from_machine() -> StackFacts:
+    """This process's stack: package metadata always; CANN and the device name only where torch_npu works."""
+    return StackFacts(
+        vllm_ascend=_installed("vllm-ascend", "vllm_ascend"),
+        torch_npu=_installed("torch-npu", "torch_npu"),
+        cann=device.cann_version(),
+        chip_name=device.npu_device_name(),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _context_for(override: str) -> SelectionContext:
+    # Keyed by the override's raw text: the machine cannot change while we run, the variable can.
+    return apply_override(build_context(facts_from_machine()), envs.ASCEND_BACKEND_KERNELS)
+
+
+def active_context() -> SelectionContext:
+    """This process's context (machine facts + ASCEND_BACKEND_KERNELS), cached per override value."""
+    return _context_for(os.environ.get(OVERRIDE_VAR, ""))
+
+
+def context_for_stack(
+    stack: Mapping[str, Any], *, graph_mode: GraphMode = GraphMode.NONE, pa_shape: bool = False
+) -> SelectionContext:
+    """The context of a stored stack fingerprint (no override applies: it describes another machine)."""
+    return build_context(facts_from_stack(stack), graph_mode=graph_mode, pa_shape=pa_shape)
+
+
+def _without_atb(choice: KernelChoice) -> KernelChoice:
+    """`choice` itself, or native with the ATB reason when it is an ATB kernel and ATB cannot load."""
+    if not choice.kernel.startswith("_npu_"):
+        return choice
+    atb = device.atb_status()
+    if atb.available:
+        return choice
+    return KernelChoice(
+        choice.op,
+        NATIVE,
+        NATIVE,
+        choice.row,
+        f"{choice.kernel} is an ATB kernel and ATB is unusable: {atb.kind.value} ({atb.detail}). Fix: {atb.fix}",
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _choose(op: str, call: CallFacts, override: str) -> KernelChoice:
+    # Cached per (op, call facts, override text): an adapter asks on every call, in a serving hot loop.
+    return _without_atb(select(op, _context_for(override), call))
+
+
+def choose(op: str, call: CallFacts = TYPICAL_CALL) -> KernelChoice:
+    """The choice for this process, with ATB kernels sent to native when NNAL/ATB is unusable."""
+    return _choose(op, call, os.environ.get(OVERRIDE_VAR, ""))
+
+
+def explain(op: str) -> tuple[str, str]:
+    """(kernel, 'row id: citation') an NPU runs for `op` on this stack, for the registry's describe().
+
+    The table's choice even where this machine has no NPU (so a CPU machine shows what an NPU would
+    run); native with the ATB reason only where torch_npu works but ATB does not.
+    """
+    choice = select(op, active_context())
+    if device.npu_status().available:
+        choice = _without_atb(choice)
+    where = f"{choice.row.id}: {choice.row.citation}" if choice.row is not None else choice.reason
+    if choice.native and choice.row is not None and choice.row.recipe != NATIVE:
+        where = f"{choice.reason} [{where}]"
+    return choice.kernel, where

@@ -1,0 +1,121 @@
+"""Multimodal rotary embedding (M-RoPE, Qwen2-VL / Qwen2.5-VL): t/h/w positions share one head's rotary dims.
+
+positions: [3, T] (temporal, height, width per token) or [T] (text only: plain RoPE). The cache is
+vLLM's [max_position, rotary_dim] = [cos | sin]. `mrope_section` splits the rotary_dim/2 frequencies into
+three chunks; chunk i takes its cos/sin from positions[i]. Worked example, mrope_section [1, 1, 2]
+(rotary_dim 8, so 4 frequencies f0..f3), a token at (t, h, w):
+
+    cos used = [cos(t f0), cos(h f1), cos(w f2), cos(w f3)]   (and the same for sin)
+
+then the usual neox rotation of [x_first_half, x_second_half] with those angles. This follows vLLM's
+MRotaryEmbedding.forward_native (non-interleaved sections).
+
+NPU adapter: `torch_npu.npu_mrope(positions, q2d, k2d, cos_sin_cache, head_size, mrope_section=...,
+rotary_mode='half')`, as vllm-ascend's AscendMRotaryEmbedding makes it (ops/rotary_embedding.py@v0.18.0,
+only for mrope_section [16, 24, 24]; 1-D positions pass [0, 0, 0]); where the kernel-selection table
+says vllm-ascend runs vLLM's native M-RoPE, the call goes native with that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ascend_backend import kernels
+from ascend_backend.device import torch_npu
+from ascend_backend.kernels import CallFacts
+from ascend_backend.ops.rotary import _rotate
+from ascend_backend.registry import REGISTRY, Backend
+
+_KERNEL_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def mrope(
+    positions: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor | None,
+    head_size: int,
+    cos_sin_cache: torch.Tensor,
+    mrope_section: Sequence[int],
+    is_neox: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """positions: [3, T] or [T]; query: [T, Hq*D]; key: [T, Hk*D] or None. Returns rotated (query, key)."""
+    return REGISTRY.dispatch(
+        "mrope", query.device, positions, query, key, head_size, cos_sin_cache, tuple(mrope_section), is_neox
+    )
+
+
+def _section_cos_sin(
+    positions: torch.Tensor, cos_sin_cache: torch.Tensor, mrope_section: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin: [T, rotary_dim/2] float32, each frequency chunk from its own position row."""
+    cos, sin = cos_sin_cache[positions.long()].float().chunk(2, dim=-1)  # [3, T, rd/2] or [T, rd/2]
+    if positions.dim() == 1:
+        return cos, sin
+    if sum(mrope_section) != cos.shape[-1]:
+        raise ValueError(f"mrope_section {list(mrope_section)} must sum to rotary_dim/2 = {cos.shape[-1]}")
+    sections = list(mrope_section)
+    # chunk i of the frequencies comes from position row i (t, h, w)
+    cos = torch.cat([chunk[i] for i, chunk in enumerate(cos.split(sections, dim=-1))], dim=-1)  # [T, rd/2]
+    sin = torch.cat([chunk[i] for i, chunk in enumerate(sin.split(sections, dim=-1))], dim=-1)
+    return cos, sin
+
+
+@REGISTRY.register("mrope", Backend.NATIVE, doc="M-RoPE: t/h/w position rows per frequency section, neox rotation")
+def mrope_native(
+    positions: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor | None,
+    head_size: int,
+    cos_sin_cache: torch.Tensor,
+    mrope_section: Sequence[int],
+    is_neox: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    if positions.dim() not in (1, 2) or (positions.dim() == 2 and positions.shape[0] != 3):
+        raise ValueError(f"mrope positions must be [T] or [3, T], got {list(positions.shape)}")
+    cos, sin = _section_cos_sin(positions, cos_sin_cache, mrope_section)
+    q = _rotate(query, cos, sin, head_size, is_neox)
+    k = None if key is None else _rotate(key, cos, sin, head_size, is_neox)
+    return q, k
+
+
+def _npu_mrope_unsupported(positions, query, key, head_size, cos_sin_cache, mrope_section, is_neox=True) -> str | None:
+    if key is None:
+        return "key is None (npu_mrope rotates query and key together)"
+    if not is_neox:
+        return "GPT-J style M-RoPE (vllm-ascend calls npu_mrope with rotary_mode='half' only)"
+    if query.dtype not in _KERNEL_DTYPES:
+        return f"{query.dtype} inputs (vllm-ascend's rotary kernels run in float16/bfloat16)"
+    facts = CallFacts(
+        head_size=head_size, rotary_dim=int(cos_sin_cache.shape[-1]), neox=True, mrope_section=tuple(mrope_section)
+    )
+    choice = kernels.choose("mrope", facts)
+    return choice.reason if choice.native else None
+
+
+@REGISTRY.register("mrope", Backend.NPU, supports=_npu_mrope_unsupported)
+def mrope_npu(
+    positions: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    head_size: int,
+    cos_sin_cache: torch.Tensor,
+    mrope_section: Sequence[int],
+    is_neox: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    cache = cos_sin_cache.to(device=query.device, dtype=query.dtype).contiguous()
+    section = [0, 0, 0] if positions.dim() == 1 else list(mrope_section)
+    q_out, k_out = torch_npu().npu_mrope(
+        positions.contiguous(),
+        query.contiguous(),
+        key.contiguous(),
+        cache,
+        head_size,
+        mrope_section=section,
+        rotary_mode="half",
+    )
+    return q_out.reshape(query.shape), k_out.reshape(key.shape)
+
+
+IMPLEMENTED = {"mrope": frozenset({"npu_mrope"})}
