@@ -49,65 +49,86 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def judge(name: str, paths: list[Path], thresholds) -> tuple[float, list[str], str]:
-    """(output-throughput change, metrics flagged as regressions, the throughput finding)."""
-    from workbench.lock.regress import regress
+class Experiment:
+    """The shared pieces: where results go, the workload, the thresholds, and the baseline's name."""
+
+    BASELINE = "good"
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from workbench.lock.thresholds import load_thresholds
+        from workbench.recipes import load_serving_recipe
+        from workbench.serving.loadgen import Workload
+
+        self.args = args
+        self.out = args.out or Path(tempfile.mkdtemp(prefix="bench-regress-"))
+        self.recipe = load_serving_recipe(args.recipe)
+        self.thresholds = load_thresholds()
+        self.workload = Workload(
+            input_len=args.input_len,
+            output_len=args.output_len,
+            num_prompts=args.num_prompts,
+            concurrency=args.concurrency,
+        )
+
+    def measure(self, label: str, recipe) -> list[Path]:
+        """A fresh server of `recipe`, a warm-up, `--repeats` bench runs (one JSON each)."""
+        from workbench.lock.measure import measure_repeats
+
+        return measure_repeats(
+            recipe,
+            self.workload,
+            self.args.repeats,
+            self.out / label,
+            label=label,
+            log_dir=self.out / "logs",
+            progress=False,
+        )
+
+    def judge(self, paths: list[Path]) -> tuple[float, list[str], str]:
+        """(output-throughput change, metrics flagged as regressions, the throughput finding)."""
+        from workbench.lock.regress import regress
+        from workbench.lock.results import read_all
+        from workbench.lock.store import load_baseline
+
+        baseline = load_baseline(self.BASELINE)
+        report = regress(self.BASELINE, baseline.runs, read_all(paths), self.thresholds)
+        flagged = [f.metric for _, f in report.regressions if hasattr(f, "metric")]
+        throughput = next(f for s in report.series for f in s.metrics if f.metric == "output_throughput")
+        return throughput.change, flagged, throughput.finding.value
+
+
+def save_baseline_runs(exp: Experiment) -> None:
     from workbench.lock.results import read_all
-    from workbench.lock.store import load_baseline
-
-    baseline = load_baseline(name)
-    report = regress(name, baseline.runs, read_all(paths), thresholds)
-    flagged = [f.metric for _, f in report.regressions if hasattr(f, "metric")]
-    throughput = next(f for s in report.series for f in s.metrics if f.metric == "output_throughput")
-    return throughput.change, flagged, throughput.finding.value
-
-
-def main() -> None:
-    args = parse_args()
-    out = args.out or Path(tempfile.mkdtemp(prefix="bench-regress-"))
-    os.environ["ASCEND_WORKBENCH_DATA"] = str(out / "data")  # read by workbench.settings at each call
-
-    from workbench.lock.measure import measure_repeats
     from workbench.lock.store import save_baseline
-    from workbench.lock.thresholds import load_thresholds
-    from workbench.recipes import load_serving_recipe
-    from workbench.serving.loadgen import Workload
 
-    recipe = load_serving_recipe(args.recipe)
-    thresholds = load_thresholds()
-    workload = Workload(
-        input_len=args.input_len, output_len=args.output_len, num_prompts=args.num_prompts, concurrency=args.concurrency
-    )
-    logs = out / "logs"
-    started = time.monotonic()
-
-    def measure(label: str, served) -> list[Path]:
-        return measure_repeats(served, workload, args.repeats, out / label, label=label, log_dir=logs, progress=False)
-
-    base = measure("baseline", recipe)
-    save_baseline("good", base)
-    from workbench.lock.results import read_all
-
-    base_tput = statistics.median(r.metrics["output_throughput"] for r in read_all(base))
+    paths = exp.measure("baseline", exp.recipe)
+    save_baseline(exp.BASELINE, paths)
+    values = [r.metrics["output_throughput"] for r in read_all(paths)]
+    w = exp.workload
     print(
-        f"baseline: {args.repeats} runs, median output throughput {base_tput:.1f} tok/s "
-        f"(workload in={args.input_len} out={args.output_len} n={args.num_prompts} c={args.concurrency})"
+        f"baseline: {len(values)} runs, output throughput {', '.join(f'{v:.1f}' for v in values)} tok/s "
+        f"(median {statistics.median(values):.1f}; workload in={w.input_len} out={w.output_len} "
+        f"n={w.num_prompts} c={w.concurrency})"
     )
 
+
+def false_alarms(exp: Experiment) -> None:
     alarms = 0
-    for trial in range(1, args.trials + 1):
-        change, flagged, finding = judge("good", measure(f"good-trial{trial}", recipe), thresholds)
+    for trial in range(1, exp.args.trials + 1):
+        change, flagged, finding = exp.judge(exp.measure(f"good-trial{trial}", exp.recipe))
         alarms += bool(flagged)
         print(
             f"good trial {trial}: output throughput {100 * change:+.1f}% ({finding}); "
             f"regressions: {', '.join(flagged) or 'none'}"
         )
-    print(f"FALSE ALARMS: {alarms}/{args.trials}")
+    print(f"FALSE ALARMS: {alarms}/{exp.args.trials}")
 
+
+def drops(exp: Experiment) -> None:
     caught, missed = [], []
-    for label in args.degradations:
-        change, flagged, finding = judge(
-            "good", measure(label.replace("=", "-"), recipe.with_overrides(**DEGRADATIONS[label])), thresholds
+    for label in exp.args.degradations:
+        change, flagged, finding = exp.judge(
+            exp.measure(label.replace("=", "-"), exp.recipe.with_overrides(**DEGRADATIONS[label]))
         )
         (caught if "output_throughput" in flagged else missed).append((change, label))
         print(
@@ -119,7 +140,17 @@ def main() -> None:
     if missed:
         largest = min(missed)
         print(f"LARGEST DROP MISSED: {100 * largest[0]:+.1f}% ({largest[1]})")
-    print(f"total {time.monotonic() - started:.0f} s; results in {out}")
+
+
+def main() -> None:
+    args = parse_args()
+    started = time.monotonic()
+    exp = Experiment(args)
+    os.environ["ASCEND_WORKBENCH_DATA"] = str(exp.out / "data")  # settings reads it at each call: a private store
+    save_baseline_runs(exp)
+    false_alarms(exp)
+    drops(exp)
+    print(f"total {time.monotonic() - started:.0f} s; results in {exp.out}")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@
   container; model content hashes); `workbench.provenance.stack()` assembles the whole fingerprint.
 - `stackdiff`: the difference between two fingerprints, each change with what it means.
 - `lockfile`: `lock write` / `lock check` (the fingerprint plus pip constraints, compared with a machine).
-- `results`: reads the result files the workbench writes (bench JSON, sweep results.jsonl, compare-ops JSON).
+- `results`: reads the result files the workbench writes (bench JSON, sweep results.jsonl, compare-ops /
+  compare-dumps JSON) into runs grouped by workload.
 - `store`: named baselines under the workbench data directory.
-- `thresholds`, `compare`: the noise-aware, metric-by-metric comparison behind `regress`.
-- `measure`, `charts`, `notebook`: repeated bench runs, figures and notebook helpers.
+- `thresholds`, `compare`, `regress`, `report`: the noise-aware, metric-by-metric comparison behind
+  `regress` and the text it prints.
+- `measure`, `tables`, `charts`, `notebook`: repeated bench runs, tables, figures and notebook 09's calls.
 
 Nothing is imported here, so `workbench.provenance` can use `host` and `hashing` without pulling in
 pandas or the comparison code.

@@ -28,6 +28,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workbench.errors import WorkbenchError
 from workbench.lock.results import Run
 from workbench.lock.thresholds import Better, Thresholds
 
@@ -160,29 +161,26 @@ class VerdictComparison:
         }
 
 
-def _worst(verdicts: list[str], order: list[str]) -> str:
-    return max(verdicts, key=lambda v: order.index(v) if v in order else len(order))
-
-
 def compare_verdicts(series: str, baseline: Sequence[Run], current: Sequence[Run]) -> list[VerdictComparison]:
     """Case by case, the worst verdict of each side (msprobe's order: pass < warning < error)."""
     from workbench.accuracy.metrics import Verdict  # only accuracy reports pay for torch
 
-    order = [v.value for v in Verdict]
     cases = sorted({c for r in (*baseline, *current) for c in r.verdicts})
     found = []
     for case in cases:
-        before = [r.verdicts[case] for r in baseline if case in r.verdicts]
-        after = [r.verdicts[case] for r in current if case in r.verdicts]
-        b, a = (_worst(before, order) if before else None), (_worst(after, order) if after else None)
+        try:
+            before = [Verdict(r.verdicts[case]) for r in baseline if case in r.verdicts]
+            after = [Verdict(r.verdicts[case]) for r in current if case in r.verdicts]
+        except ValueError as exc:
+            raise WorkbenchError(f"{series} {case}: {exc}; verdicts are pass, warning or error") from None
+        b, a = (Verdict.worst(before) if before else None), (Verdict.worst(after) if after else None)
         if b is None or a is None:
             finding = Finding.MISSING
+        elif a.severity != b.severity:
+            finding = Finding.REGRESSION if a.severity > b.severity else Finding.IMPROVEMENT
         else:
-            rank_b, rank_a = (order.index(v) if v in order else len(order) for v in (b, a))
-            finding = (
-                Finding.REGRESSION if rank_a > rank_b else Finding.IMPROVEMENT if rank_a < rank_b else Finding.UNCHANGED
-            )
-        found.append(VerdictComparison(series, case, b, a, finding))
+            finding = Finding.UNCHANGED
+        found.append(VerdictComparison(series, case, b and b.value, a and a.value, finding))
     return found
 
 
