@@ -1,4 +1,4 @@
-"""What the backend sees on this machine: device, NPU status, op registry, one op comparison.
+"""What the backend sees on this machine: device, NPU status, op registry, NPU kernels, one op comparison.
 
 The functions behind notebook 01; each returns a table or text so the notebook stays one call per cell.
 """
@@ -51,6 +51,16 @@ def npu_explanation() -> str:
 
 def registry_table(device: str = "auto") -> pd.DataFrame:
     return REGISTRY.describe(resolve_device(device))
+
+
+def kernel_table(stack_file: str | None = None):
+    """The NPU kernel per op and attention state on this machine (or a stored stack), with the table row and
+    its vllm-ascend source; the caption says how the release, chip and graph mode were found."""
+    from workbench.kernels import context_of, read_stack, selection_table
+
+    stack = read_stack(stack_file) if stack_file else None
+    table = selection_table(stack)[["op", "state", "kernel", "recipe", "row", "source"]]
+    return table.style.set_caption(context_of(stack).describe()).hide(axis="index")
 
 
 def compare_op(

@@ -174,14 +174,14 @@ def _without_atb(choice: KernelChoice) -> KernelChoice:
 
 
 @functools.lru_cache(maxsize=1024)
-def _choose(op: str, call: CallFacts, override: str) -> KernelChoice:
+def _select_here(op: str, call: CallFacts, override: str) -> KernelChoice:
     # Cached per (op, call facts, override text): an adapter asks on every call, in a serving hot loop.
-    return _without_atb(select(op, _context_for(override), call))
+    return select(op, _context_for(override), call)
 
 
 def choose(op: str, call: CallFacts = TYPICAL_CALL) -> KernelChoice:
     """The choice for this process, with ATB kernels sent to native when NNAL/ATB is unusable."""
-    return _choose(op, call, os.environ.get(OVERRIDE_VAR, ""))
+    return _without_atb(_select_here(op, call, os.environ.get(OVERRIDE_VAR, "")))
 
 
 def explain(op: str) -> tuple[str, str]:

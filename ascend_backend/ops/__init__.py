@@ -6,7 +6,7 @@ torch_npu when called).
 
 from ascend_backend.ops.activation import gelu, gelu_tanh, quick_gelu, silu_and_mul
 from ascend_backend.ops.linear import linear
-from ascend_backend.ops.mrope import mrope
+from ascend_backend.ops.multimodal_rotary import mrope
 from ascend_backend.ops.norm import add_rms_norm, gemma_add_rms_norm, gemma_rms_norm, rms_norm
 from ascend_backend.ops.rotary import build_cos_sin_cache, rotary_embedding
 

@@ -93,6 +93,35 @@ def _rotary(p: Params, g: torch.Generator) -> OpInputs:
     return OpInputs((positions, query, key, head_size, build_cos_sin_cache(head_size, 4096), True))
 
 
+def _gemma_norm(p: Params, g: torch.Generator) -> OpInputs:
+    # Gemma checkpoints store the norm scale minus one, so real weights sit around 0, not 1.
+    tokens, hidden = _tokens_hidden(p)
+    return OpInputs((torch.randn(tokens, hidden, generator=g), 0.1 * torch.randn(hidden, generator=g), 1e-6))
+
+
+def _gemma_add_norm(p: Params, g: torch.Generator) -> OpInputs:
+    tokens, hidden = _tokens_hidden(p)
+    x, weight, eps = _gemma_norm(p, g).args
+    return OpInputs((x, torch.randn(tokens, hidden, generator=g), weight, eps))
+
+
+# M-RoPE sections (t, h, w) per head size: Qwen2-VL's [16, 24, 24] for 128-wide heads (the one vllm-ascend
+# runs on npu_mrope), the same proportions for 64.
+MROPE_SECTIONS = {128: (16, 24, 24), 64: (8, 12, 12)}
+
+
+def _mrope(p: Params, g: torch.Generator) -> OpInputs:
+    tokens, hidden = _tokens_hidden(p)
+    head_size = 128 if hidden % 128 == 0 else 64
+    if hidden % head_size:
+        raise WorkbenchError(f"mrope case {dict(p)}: hidden {hidden} must be a multiple of 64 (the head size)")
+    positions = torch.randint(0, 4096, (3, tokens), generator=g)  # [3, T]: temporal, height, width
+    query = torch.randn(tokens, hidden, generator=g)
+    key = torch.randn(tokens, max(hidden // 2 // head_size, 1) * head_size, generator=g)
+    cache = build_cos_sin_cache(head_size, 4096)
+    return OpInputs((positions, query, key, head_size, cache, MROPE_SECTIONS[head_size], True))
+
+
 ATTENTION_PARAMS = ("num_seqs", "num_heads", "num_kv_heads", "head_size", "context_len", "block_size")
 
 
@@ -166,6 +195,10 @@ BUILDERS: dict[str, tuple[Callable[[Params, torch.Generator], OpInputs], tuple[s
     "gelu_tanh": (_unary, TOKEN_PARAMS),
     "linear": (_linear, TOKEN_PARAMS),
     "rotary_embedding": (_rotary, TOKEN_PARAMS),
+    "quick_gelu": (_unary, TOKEN_PARAMS),
+    "gemma_rms_norm": (_gemma_norm, TOKEN_PARAMS),
+    "gemma_add_rms_norm": (_gemma_add_norm, TOKEN_PARAMS),
+    "mrope": (_mrope, TOKEN_PARAMS),
     "reshape_and_cache": (_reshape_and_cache, ATTENTION_PARAMS),
     "paged_decode_attention": (_decode, ATTENTION_PARAMS),
     "prefill_attention": (_prefill, ATTENTION_PARAMS),

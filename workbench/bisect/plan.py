@@ -32,6 +32,10 @@ class FeatureSpec(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     supported: bool = True
     unsupported_reason: str = ""
+    # A switch the platform overrides: where it is forced (a source line, cited) and what that means.
+    # Bisect skips a forced feature and labels the step with both.
+    forced_by: str = ""
+    forced_reason: str = ""
 
     @model_validator(mode="after")
     def _engine_fields_exist(self) -> FeatureSpec:
@@ -45,6 +49,8 @@ class FeatureSpec(Frozen):
             raise ValueError(f"feature {self.name!r}: put extra arguments in `extra_args`, not engine.extra_args")
         if not self.supported and not self.unsupported_reason:
             raise ValueError(f"feature {self.name!r}: supported: false needs an unsupported_reason")
+        if bool(self.forced_by) != bool(self.forced_reason):
+            raise ValueError(f"feature {self.name!r}: forced_by and forced_reason go together (the source line and what it does)")
         return self
 
 

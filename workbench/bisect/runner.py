@@ -220,10 +220,16 @@ class Bisect:
         if record is None:
             specs = [self.plan.feature(n) for n in features]
             unsupported = [s for s in specs if not s.supported]
+            forced = [s for s in specs if s.forced_by]
             if unsupported:
                 s = unsupported[0]
                 record = StepRecord(key, "skipped", features, False, False, None, None,
                                     f"{s.name} unsupported on this target: {s.unsupported_reason}", finished_at=time.time())
+            elif forced:
+                s = forced[0]
+                record = StepRecord(key, "skipped", features, False, False, None, None,
+                                    f"{s.name} is forced by the platform, not a switch: {s.forced_reason} ({s.forced_by})",
+                                    finished_at=time.time())
             else:
                 recipe = compose(self.recipe, self.plan.baseline, specs)
                 record = self._judge(self.probe(recipe, kind, features, key, self.out_dir / "logs"))

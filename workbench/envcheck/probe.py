@@ -7,7 +7,11 @@ process group) and reported, and a Python error is classified with
 `ascend_backend.device.classify_npu_import_error`, all with the child's stderr tail as evidence.
 
 The child adds two ones-vectors of length 4 on the NPU and prints the sum; anything but 8.0 means the
-device computes garbage (typically a driver installed without the reboot).
+device computes garbage (typically a driver installed without the reboot). Then it calls one ATB
+kernel, `torch_npu._npu_reshape_and_cache` (the cache write of most vllm-ascend releases), on a one-slot
+cache and prints what it wrote: op-plugin loads NNAL/ATB lazily (op_plugin/python/atb/_atb_ops.py), so
+`import torch_npu` succeeds without it and only a call shows the problem. A failed call is classified as
+ATB_MISSING with the NNAL fix; a child that prints no ATB line (an injected probe) is judged on the sum.
 """
 
 from __future__ import annotations
@@ -26,12 +30,21 @@ from workbench.envcheck.result import CheckResult, Group, failed, passed, skippe
 G = Group.DEVICE
 EXPECTED_SUM = 8.0  # sum(ones(4) + ones(4))
 MARKER = "PROBE_RESULT"
+ATB_MARKER = "PROBE_ATB"
+ATB_HEAD = 128
+EXPECTED_ATB_SUM = 0.5 * ATB_HEAD  # one key row of 0.5s written to slot 0
 
 PROBE_CODE = f"""
 import torch, torch_npu
 torch_npu.npu.set_device(0)
 x = torch.ones(4, device="npu:0")
 print("{MARKER}", float((x + x).sum().cpu()), flush=True)
+key = torch.full((1, 1, {ATB_HEAD}), 0.5, dtype=torch.float16, device="npu:0")
+key_cache = torch.zeros(1, 128, 1, {ATB_HEAD}, dtype=torch.float16, device="npu:0")
+value_cache = torch.zeros_like(key_cache)
+slots = torch.zeros(1, dtype=torch.int32, device="npu:0")
+torch_npu._npu_reshape_and_cache(key=key, value=key, key_cache=key_cache, value_cache=value_cache, slot_indices=slots)
+print("{ATB_MARKER}", float(key_cache[0, 0].float().sum().cpu()), flush=True)
 """
 
 
@@ -59,9 +72,9 @@ class ProbeOutcome:
         except ValueError:
             return f"signal {-self.returncode}"
 
-    def result_value(self) -> float | None:
+    def result_value(self, marker: str = MARKER) -> float | None:
         for line in self.stdout.splitlines():
-            if line.startswith(MARKER):
+            if line.split()[:1] == [marker]:
                 try:
                     return float(line.split()[1])
                 except (IndexError, ValueError):
@@ -106,7 +119,9 @@ def judge_probe(outcome: ProbeOutcome, timeout_s: float) -> CheckResult:
     from ascend_backend.device import classify_npu_import_error
 
     name = "device.init_probe"
-    expected = f"set_device(0) and ones(4)+ones(4) summing to {EXPECTED_SUM} within {timeout_s:.0f} s"
+    expected = (
+        f"set_device(0), ones(4)+ones(4) summing to {EXPECTED_SUM} and one ATB cache write within {timeout_s:.0f} s"
+    )
     evidence = tail(outcome.stderr) or tail(outcome.stdout) or "(no output)"
     if outcome.timed_out:
         return failed(
@@ -148,7 +163,18 @@ def judge_probe(outcome: ProbeOutcome, timeout_s: float) -> CheckResult:
             "the device returns wrong numbers: reboot if a driver/firmware was installed since the last "
             "boot, then check the matrix row",
         )
-    return passed(name, G, f"initialised and computed {value} in {outcome.seconds:.1f} s", expected)
+    atb = outcome.result_value(ATB_MARKER)
+    if atb is not None and atb != EXPECTED_ATB_SUM:
+        return failed(
+            name,
+            G,
+            f"the ATB kernel _npu_reshape_and_cache wrote a row summing to {atb}, not {EXPECTED_ATB_SUM}",
+            expected,
+            "NNAL/ATB runs but writes wrong values: install the NNAL release that matches CANN and torch_npu "
+            "(see recipes/matrices) and source /usr/local/Ascend/nnal/atb/set_env.sh",
+        )
+    atb_text = f"; ATB _npu_reshape_and_cache wrote {atb}" if atb is not None else ""
+    return passed(name, G, f"initialised and computed {value}{atb_text} in {outcome.seconds:.1f} s", expected)
 
 
 def check_device_init(ctx: CheckContext, presence: NpuPresence, torch_npu_installed: bool) -> CheckResult:

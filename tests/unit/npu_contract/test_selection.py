@@ -1,0 +1,186 @@
+"""The kernel-selection table: coverage of every verified release, and the choices vllm-ascend's source shows.
+
+Each expectation below names the vllm-ascend file and tag it comes from; the rows themselves carry the
+same citations (ascend_backend/data/kernel_table.json).
+"""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from ascend_backend.kernels import CallFacts, ChipFamily, GraphMode, SelectionContext, kernel_table, releases, select
+from ascend_backend.kernels.recipes import RECIPES, STATES
+
+ATTENTION = list(STATES)
+TYPICAL = CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24))
+
+
+def ctx(
+    release: str,
+    chip: ChipFamily = ChipFamily.A2,
+    graph: GraphMode = GraphMode.NONE,
+    pa_shape: bool = False,
+    cann: str | None = None,
+) -> SelectionContext:
+    return SelectionContext(Version(release), "test", (), chip, chip.value, cann, graph, pa_shape)
+
+
+def kernel(op: str, release: str, call: CallFacts = TYPICAL, **kwargs) -> str:
+    return select(op, ctx(release, **kwargs), call).kernel
+
+
+MATRIX = [r for r in releases() if r.in_matrix]
+
+
+@pytest.mark.parametrize("release", [str(r.release) for r in MATRIX])
+@pytest.mark.parametrize("chip", [ChipFamily.A2, ChipFamily.A3])
+def test_every_matrix_release_has_an_npu_kernel_for_every_attention_state_on_a2_a3(release, chip):
+    for op in ATTENTION:
+        choice = select(op, ctx(release, chip), TYPICAL)
+        assert choice.row is not None, f"{op} v{release} {chip.value}: {choice.reason}"
+        assert not choice.native, f"{op} v{release} {chip.value}: {choice.reason}"
+
+
+@pytest.mark.parametrize("release", [str(r.release) for r in releases() if r.release >= Version("0.12.0rc1")])
+def test_a5_has_a_row_for_every_attention_state_from_v0_12(release):
+    for op in ATTENTION:
+        assert select(op, ctx(release, ChipFamily.A5), TYPICAL).row is not None
+
+
+def test_a5_has_no_rows_before_vllm_ascend_knew_it():
+    # vllm_ascend/utils.py@v0.12.0rc1 adds AscendDeviceType._910_95; earlier releases have no A5 path.
+    choice = select("paged_decode_attention", ctx("0.11.0", ChipFamily.A5), TYPICAL)
+    assert choice.native and choice.row is None and "no table row" in choice.reason
+
+
+@pytest.mark.parametrize("release", ["0.9.2rc1", "0.11.0", "0.14.0rc1", "0.23.0"])
+def test_310p_attention_goes_native_where_vllm_ascend_builds_nz_layouts(release):
+    for op in ATTENTION:
+        choice = select(op, ctx(release, ChipFamily.P310), TYPICAL)
+        assert choice.native and choice.row is not None and "NZ" in choice.reason
+
+
+def test_310p_uses_the_common_kernels_where_vllm_ascend_does_not_distinguish_it():
+    assert kernel("paged_decode_attention", "0.9.1", chip=ChipFamily.P310) == "_npu_paged_attention"
+    assert kernel("paged_decode_attention", "0.13.0", chip=ChipFamily.P310) == "npu_fused_infer_attention_score"
+
+
+def test_decode_left_paged_attention_in_v0_13():
+    # attention_v1.py@v0.11.0 _forward_decode_only vs @v0.13.0 forward_impl -> forward_fused_infer_attention
+    assert kernel("paged_decode_attention", "0.11.0") == "_npu_paged_attention"
+    assert kernel("paged_decode_attention", "0.12.0rc1") == "_npu_paged_attention"
+    assert kernel("paged_decode_attention", "0.13.0") == "npu_fused_infer_attention_score"
+    assert kernel("paged_decode_attention", "0.18.0") == "npu_fused_infer_attention_score"
+
+
+def test_full_decode_only_with_pa_shape_list_brings_paged_attention_back():
+    # attention/utils.py@v0.13.0 using_paged_attention: FULL_DECODE_ONLY and the shape in pa_shape_list, never A5.
+    full = {"graph": GraphMode.FULL_DECODE_ONLY}
+    assert kernel("paged_decode_attention", "0.18.0", pa_shape=True, **full) == "_npu_paged_attention"
+    assert kernel("paged_decode_attention", "0.18.0", pa_shape=False, **full) == "npu_fused_infer_attention_score"
+    assert kernel("paged_decode_attention", "0.18.0", pa_shape=True) == "npu_fused_infer_attention_score"
+    assert kernel("paged_decode_attention", "0.18.0", pa_shape=True, chip=ChipFamily.A5, **full) == (
+        "npu_fused_infer_attention_score"
+    )
+
+
+def test_v0_12_captured_decode_runs_fia_eager_decode_runs_paged_attention():
+    # attention_v1.py@v0.12.0rc1 forward_impl: full_graph_attention while capturing, _npu_paged_attention otherwise
+    assert kernel("paged_decode_attention", "0.12.0rc1", graph=GraphMode.FULL_DECODE_ONLY) == (
+        "npu_fused_infer_attention_score"
+    )
+    assert kernel("paged_decode_attention", "0.12.0rc1", graph=GraphMode.PIECEWISE) == "_npu_paged_attention"
+    assert select("paged_decode_attention", ctx("0.12.0rc1", ChipFamily.A5), TYPICAL).recipe == "fia_tnd_paged_nomask"
+
+
+def test_chunked_prefill_kernel_per_release():
+    # splitfuse until v0.11.0rc0 (FIA there only with CANN 8.3), FIA from v0.11.0rc1 (attention_v1.py per tag)
+    assert kernel("chunked_prefill_attention", "0.10.2rc1") == "_npu_paged_attention_splitfuse"
+    assert kernel("chunked_prefill_attention", "0.11.0rc0", cann="8.2.RC1") == "_npu_paged_attention_splitfuse"
+    assert kernel("chunked_prefill_attention", "0.11.0rc0", cann="8.3.RC1") == "npu_fused_infer_attention_score"
+    assert kernel("chunked_prefill_attention", "0.11.0rc1") == "npu_fused_infer_attention_score"
+    assert kernel("chunked_prefill_attention", "0.11.0") == "npu_fused_infer_attention_score"
+
+
+def test_head_size_192_chunked_prefill_is_vanilla_pytorch_until_v0_12():
+    h192 = CallFacts(head_size=192)
+    assert kernel("chunked_prefill_attention", "0.8.4rc2", h192) == "native"
+    assert kernel("chunked_prefill_attention", "0.11.0", h192) == "native"
+    assert kernel("chunked_prefill_attention", "0.7.3", h192) == "_npu_paged_attention_splitfuse"
+    assert kernel("chunked_prefill_attention", "0.12.0rc1", h192) == "npu_fused_infer_attention_score"
+
+
+def test_head_size_512_from_v0_23_on_a2_a3():
+    # attention/utils.py@v0.23.0 (decode -> PA) and device/utils.py@v0.23.0 (prefill -> npu_fusion_attention)
+    h512 = CallFacts(head_size=512)
+    assert kernel("paged_decode_attention", "0.23.0", h512) == "_npu_paged_attention"
+    assert kernel("prefill_attention", "0.23.0", h512) == "npu_fusion_attention"
+    assert kernel("chunked_prefill_attention", "0.23.0", h512) == "native"
+    assert kernel("paged_decode_attention", "0.22.1rc1", h512) == "npu_fused_infer_attention_score"
+
+
+def test_prefill_cache_hit_before_the_state_existed():
+    # v0.8.4rc2 and v0.8.5rc1 have no PrefillCacheHit state: such batches ran as ChunkedPrefill
+    assert kernel("prefill_cache_hit_attention", "0.8.5rc1") == "_npu_paged_attention_splitfuse"
+    assert kernel("prefill_cache_hit_attention", "0.7.3") == "_npu_flash_attention_qlens"
+    assert kernel("prefill_cache_hit_attention", "0.11.0") == "_npu_flash_attention_qlens"
+
+
+def test_cache_write_by_chip_and_release():
+    assert select("reshape_and_cache", ctx("0.11.0"), TYPICAL).recipe == "atb_reshape_and_cache"
+    assert select("reshape_and_cache", ctx("0.12.0rc1", ChipFamily.A5), TYPICAL).recipe == "scatter_pa_kv_cache"
+    assert select("reshape_and_cache", ctx("0.19.1rc1", ChipFamily.A5), TYPICAL).recipe == "scatter_pa_kv_cache"
+    assert select("reshape_and_cache", ctx("0.20.2rc1", ChipFamily.A5), TYPICAL).recipe == "scatter_pa_kv_cache_norm"
+    assert select("reshape_and_cache", ctx("0.24.0rc1", ChipFamily.A3), TYPICAL).recipe == "atb_reshape_and_cache"
+    assert select("reshape_and_cache", ctx("0.25.1rc1", ChipFamily.A3), TYPICAL).recipe == "scatter_pa_kv_cache_norm"
+
+
+def test_rotary_kernel_per_release_and_shape():
+    full, partial, gptj = TYPICAL, CallFacts(head_size=128, rotary_dim=64, neox=True), CallFacts(128, 128, False)
+    assert kernel("rotary_embedding", "0.7.3", partial) == "native"  # forward_native (rotary_embedding.py@v0.7.3)
+    assert kernel("rotary_embedding", "0.9.1", partial) == "native"
+    assert kernel("rotary_embedding", "0.10.1rc1", partial) == "_npu_rotary_embedding"
+    assert kernel("rotary_embedding", "0.11.0", full) == "npu_apply_rotary_pos_emb"
+    assert kernel("rotary_embedding", "0.11.0", gptj) == "_npu_rotary_embedding"
+    assert kernel("rotary_embedding", "0.18.0", full) == "_npu_rotary_embedding"
+    assert kernel("rotary_embedding", "0.26.0", full) == "npu_mrope"  # main@182b75e: npu_mrope without Triton
+
+
+def test_mrope_only_for_qwen2_vl_sections_from_v0_11():
+    other = CallFacts(head_size=64, rotary_dim=64, neox=True, mrope_section=(8, 12, 12))
+    assert kernel("mrope", "0.11.0") == "npu_mrope"
+    assert kernel("mrope", "0.11.0", other) == "native"
+    assert kernel("mrope", "0.10.2rc1") == "native"
+    assert kernel("mrope", "0.9.1", other) == "npu_mrope"
+
+
+def test_quick_gelu_and_gemma_norm():
+    assert kernel("quick_gelu", "0.8.4rc2") == "native" and kernel("quick_gelu", "0.8.5rc1") == "npu_fast_gelu"
+    assert kernel("gemma_rms_norm", "0.10.2rc1") == "native" and kernel("gemma_rms_norm", "0.11.0rc0") == "npu_rms_norm"
+    assert select("add_rms_norm", ctx("0.13.0", ChipFamily.P310), TYPICAL).recipe == "add_then_npu_rms_norm"
+    assert kernel("gelu", "0.23.0") == "native"
+
+
+def test_unknown_release_goes_native_with_the_reason():
+    context = SelectionContext(None, "neither vllm-ascend nor torch_npu is installed", (), ChipFamily.A2, "A2", None)
+    choice = select("rms_norm", context, TYPICAL)
+    assert choice.native and "neither vllm-ascend nor torch_npu" in choice.reason
+
+
+def test_pins_win_over_rows():
+    context = SelectionContext(
+        Version("0.18.0"), "t", (), ChipFamily.A2, "A2", None, pins=(("paged_decode_attention", "atb_paged_attention"),)
+    )
+    choice = select("paged_decode_attention", context, TYPICAL)
+    assert choice.kernel == "_npu_paged_attention" and choice.row is None and "pinned" in choice.reason
+
+
+def test_table_rows_are_well_formed_and_cited():
+    for row in kernel_table():
+        assert row.op in RECIPES
+        assert row.source.startswith("vllm_ascend/") and row.source.endswith(".py"), row.id
+        assert row.tag.startswith("v0.") or row.tag.startswith("main@"), row.id
+        assert row.where and row.vllm_ascend, row.id
+        if row.recipe == "native":
+            assert row.note or row.vllm_ascend != "same", f"{row.id}: a native row says why"
