@@ -1,88 +1,80 @@
-"""Attention NPU adapters against the native reference on a real Ascend NPU (skipped elsewhere).
+"""Attention on a real Ascend NPU: each kernel family runs (counted), matches native float32, leaves inputs alone.
 
-Same batches as the unit tests (shuffled block tables, context lengths off block boundaries, GQA
-ratios 1/4/8) at the block size vllm-ascend uses, 128. Native runs on CPU from the same inputs.
+A family is one vllm-ascend release's set of calls, chosen with ASCEND_BACKEND_KERNELS in a fresh
+process per family and dtype (tests/npu/worker.py): the per-state ATB kernels of v0.10.2rc1, the FIA
+calls of v0.18.0, v0.18.0 under FULL_DECODE_ONLY with the batch in pa_shape_list (decode back on
+_npu_paged_attention) and the scatter cache write of v0.25.1rc1. A family is skipped only where the
+installed torch_npu lacks its kernels. Head sizes 64 and 128 run the kernels; head size 192 is refused by
+the v0.10.2rc1 ChunkedPrefill row (vllm-ascend ran vanilla PyTorch there) and must be counted native.
 """
 
 from __future__ import annotations
 
 import pytest
-import torch
 
-from ascend_backend.attention import ATTENTION_OPS, allocate_kv_cache
-from ascend_backend.registry import REGISTRY, Backend
-from tests.unit.attention.reference import make_paged_batch
+from tests.npu.runs import torch_npu_has, worker
 
 pytestmark = pytest.mark.npu
 
-NPU = "npu:0"  # a string: torch.device("npu") needs torch_npu imported
-TOL = {torch.float16: (5e-3, 5e-3), torch.bfloat16: (4e-2, 4e-2)}
-DTYPES = [torch.float16, torch.bfloat16]
-GROUPS = [1, 4, 8]
-BLOCK, KV_HEADS, HEAD = 128, 2, 128
+TOL = {"float16": 5e-3, "bfloat16": 4e-2}
+FAMILIES = {
+    "atb": ("release=0.10.2rc1,chip=A2", ()),
+    "fia": ("release=0.18.0,chip=A2", ("npu_fused_infer_attention_score",)),
+    "fia_pa_graph": ("release=0.18.0,chip=A2,graph=FULL_DECODE_ONLY,pa_shape=1", ("npu_fused_infer_attention_score",)),
+    "scatter": ("release=0.25.1rc1,chip=A2", ("npu_scatter_pa_kv_cache", "npu_fused_infer_attention_score")),
+}
+EXPECTED_KERNELS = {
+    "atb": {
+        "reshape_and_cache": "_npu_reshape_and_cache",
+        "prefill_attention": "_npu_flash_attention",
+        "prefill_cache_hit_attention": "_npu_flash_attention_qlens",
+        "paged_decode_attention": "_npu_paged_attention",
+        "chunked_prefill_attention": "_npu_paged_attention_splitfuse",
+    },
+    "fia": {
+        "reshape_and_cache": "_npu_reshape_and_cache",
+        "paged_decode_attention": "npu_fused_infer_attention_score",
+        "chunked_prefill_attention": "npu_fused_infer_attention_score",
+    },
+    "fia_pa_graph": {"paged_decode_attention": "_npu_paged_attention"},
+    "scatter": {"reshape_and_cache": "npu_scatter_pa_kv_cache"},
+}
 
 
-def both(op, *args):
-    """(native on CPU, registry's choice on the NPU) for the same CPU arguments."""
-    expected = REGISTRY.impl(op, Backend.NATIVE)(*args)
-    on_npu = [a.to(NPU) if isinstance(a, torch.Tensor) and a.dim() > 1 else a for a in args]
-    return expected, REGISTRY.dispatch(op, NPU, *on_npu)
+def results(family: str, dtype: str, heads: str = "64,128") -> tuple[dict, ...]:
+    override, needs = FAMILIES[family]
+    if needs and not torch_npu_has(*needs):
+        pytest.skip(f"the installed torch_npu has no {', '.join(needs)}")
+    return worker(override, dtype, "attention", heads)
 
 
-def close(actual, expected, dtype):
-    atol, rtol = TOL[dtype]
-    torch.testing.assert_close(actual.cpu().float(), expected.float(), atol=atol, rtol=rtol)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_state_runs_the_npu_kernel_and_matches_native(family, dtype):
+    for r in results(family, dtype):
+        label = f"{family} {r['op']} head {r['facts']['head_size']}"
+        assert r["counts"] == {"npu": 1}, f"{label}: the NPU kernel did not run: {r['counts']}"
+        assert r["torch_npu_calls"] == {r["table_kernel"]: 1}, f"{label}: called {r['torch_npu_calls']}"
+        assert r["max_abs_err"] <= TOL[dtype], f"{label}: max abs error {r['max_abs_err']}"
+        assert r["unchanged"], f"{label}: an input tensor was modified"
 
 
-@pytest.mark.parametrize("op", ATTENTION_OPS)
-def test_npu_kernel_is_selected(op):
-    assert REGISTRY.select(op, NPU).backend is Backend.NPU
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_each_family_makes_the_calls_of_its_release(family):
+    by_op = {r["op"]: r for r in results(family, "float16") if r["facts"]["head_size"] == 128}
+    for op, kernel in EXPECTED_KERNELS[family].items():
+        assert by_op[op]["torch_npu_calls"] == {kernel: 1}, f"{family} {op}: {by_op[op]['torch_npu_calls']}"
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_reshape_and_cache_writes_the_same_slots(dtype):
-    cache = allocate_kv_cache(6, BLOCK, KV_HEADS, HEAD, dtype=dtype)
-    slots = torch.tensor([700, 3, 129, 255, 0, 640], dtype=torch.int32)
-    key = torch.randn(6, KV_HEADS, HEAD).to(dtype)
-    value = torch.randn(6, KV_HEADS, HEAD).to(dtype)
-    npu_cache = cache.to(NPU)
-    REGISTRY.impl("reshape_and_cache", Backend.NATIVE)(key, value, cache, slots)
-    REGISTRY.dispatch("reshape_and_cache", NPU, key.to(NPU), value.to(NPU), npu_cache, slots.to(NPU))
-    assert torch.equal(npu_cache.cpu(), cache)
+def test_head_size_192_chunked_prefill_is_refused_and_served_native():
+    for r in results("atb", "bfloat16", heads="192"):
+        if r["op"] == "chunked_prefill_attention":
+            assert r["counts"] == {"native": 1} and r["torch_npu_calls"] == {} and r["row"] == "chunked.head192_vanilla"
+        else:
+            assert r["counts"] == {"npu": 1}
+        assert r["max_abs_err"] <= TOL["bfloat16"] and r["unchanged"]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("group", GROUPS)
-def test_paged_decode(dtype, group):
-    lens = [1, 127, 128, 129, 300]
-    batch = make_paged_batch(lens, BLOCK, KV_HEADS, HEAD, dtype, seed=group, padding=0)
-    query = torch.randn(len(lens), KV_HEADS * group, HEAD).to(dtype)
-    expected, actual = both("paged_decode_attention", query, batch.kv_cache, batch.block_tables,
-                            torch.tensor(lens, dtype=torch.int32), HEAD ** -0.5)
-    close(actual, expected, dtype)
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("group", GROUPS)
-def test_prefill_no_cache(dtype, group):
-    lens = [1, 17, 128, 200]
-    batch = make_paged_batch(lens, BLOCK, KV_HEADS, HEAD, dtype, seed=group, padding=0)
-    query = torch.randn(sum(lens), KV_HEADS * group, HEAD).to(dtype)
-    expected, actual = both("prefill_attention", query, torch.cat(batch.keys), torch.cat(batch.values),
-                            torch.tensor(lens, dtype=torch.int32), HEAD ** -0.5)
-    close(actual, expected, dtype)
-
-
-@pytest.mark.parametrize("op", ["prefill_cache_hit_attention", "chunked_prefill_attention"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("group", GROUPS)
-def test_paged_prefill(op, dtype, group):
-    seq_lens, query_lens = [130, 256, 300, 40], [2, 128, 45, 40]
-    if op == "chunked_prefill_attention":
-        query_lens = [1, 128, 1, 40]  # decodes mixed with prefill chunks
-    batch = make_paged_batch(seq_lens, BLOCK, KV_HEADS, HEAD, dtype, seed=group, padding=0)
-    query = torch.randn(sum(query_lens), KV_HEADS * group, HEAD).to(dtype)
-    expected, actual = both(op, query, batch.kv_cache, batch.block_tables,
-                            torch.tensor(query_lens, dtype=torch.int32), torch.tensor(seq_lens, dtype=torch.int32),
-                            HEAD ** -0.5)
-    close(actual, expected, dtype)
+def test_float32_is_served_native_everywhere():
+    for r in worker(FAMILIES["atb"][0], "float32", "attention", "128"):
+        assert r["counts"] == {"native": 1} and r["torch_npu_calls"] == {}
