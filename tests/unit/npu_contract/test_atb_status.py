@@ -85,3 +85,21 @@ def test_atb_kernels_go_native_with_the_reason_when_atb_is_missing(monkeypatch):
     assert decode.native and "ATB kernel" in decode.reason and "nnal/atb/set_env.sh" in decode.reason
     assert decode.row is not None and decode.row.kernel == "_npu_paged_attention"
     assert not kernels.choose("rms_norm").native  # aclnn kernels do not need ATB
+
+
+def test_preflight_items_report_atb_and_the_chosen_kernels(monkeypatch):
+    from workbench.envcheck.result import Status
+    from workbench.kernels import device_checks
+
+    available = NpuStatus(NpuUnavailable.AVAILABLE, "torch_npu 2.7.1.post1", "")
+    missing = NpuStatus(NpuUnavailable.ATB_MISSING, NNAL_MESSAGE, device_mod.ATB_FIX)
+    monkeypatch.setattr(device_mod, "npu_status", lambda: available)
+    monkeypatch.setattr(device_mod, "atb_status", lambda: missing)
+    monkeypatch.setenv("ASCEND_BACKEND_KERNELS", "release=0.11.0,chip=A2")
+    atb, chosen = device_checks()
+    assert atb.name == "device.atb" and atb.status is Status.FAIL and "nnal/atb/set_env.sh" in atb.fix
+    assert chosen.status is Status.PASS and "vllm-ascend v0.11.0" in chosen.observed
+    assert "DecodeOnly: native" in chosen.observed  # ATB kernels cannot run without NNAL: said, not hidden
+    monkeypatch.setattr(device_mod, "atb_status", lambda: available)
+    atb, chosen = device_checks()
+    assert atb.status is Status.PASS and "DecodeOnly: _npu_paged_attention (decode.pa)" in chosen.observed

@@ -54,7 +54,7 @@ def test_a5_has_no_rows_before_vllm_ascend_knew_it():
     assert choice.native and choice.row is None and "no table row" in choice.reason
 
 
-@pytest.mark.parametrize("release", ["0.9.2rc1", "0.11.0", "0.14.0rc1", "0.23.0"])
+@pytest.mark.parametrize("release", ["0.9.1rc1", "0.9.2rc1", "0.11.0", "0.12.0rc1", "0.13.0", "0.14.0rc1", "0.23.0"])
 def test_310p_attention_goes_native_where_vllm_ascend_builds_nz_layouts(release):
     for op in ATTENTION:
         choice = select(op, ctx(release, ChipFamily.P310), TYPICAL)
@@ -62,8 +62,9 @@ def test_310p_attention_goes_native_where_vllm_ascend_builds_nz_layouts(release)
 
 
 def test_310p_uses_the_common_kernels_where_vllm_ascend_does_not_distinguish_it():
+    # v0.9.1 (unlike v0.9.1rc1) has no 310P branch in attention_v1.py or model_runner_v1.py
     assert kernel("paged_decode_attention", "0.9.1", chip=ChipFamily.P310) == "_npu_paged_attention"
-    assert kernel("paged_decode_attention", "0.13.0", chip=ChipFamily.P310) == "npu_fused_infer_attention_score"
+    assert kernel("paged_decode_attention", "0.7.3", chip=ChipFamily.P310) == "_npu_paged_attention"
 
 
 def test_decode_left_paged_attention_in_v0_13():
