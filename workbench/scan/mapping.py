@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import re
 from pathlib import Path
 
@@ -141,9 +142,17 @@ def default_mapping_path() -> Path:
     return settings.recipes_dir() / "scan" / "cuda-mapping.yaml"
 
 
+@functools.lru_cache(maxsize=4)
+def _load(path: Path, mtime_ns: int, size: int) -> ScanMapping:
+    """Read once per file version: the table is frozen, so every scan of a session can share it (reading
+    and validating its ~60 rows costs a tenth of a second, more than scanning a small service)."""
+    return load_recipe_file(ScanMapping, path, what="scan mapping", required="'name', 'torch_npu_names' and 'rules'")
+
+
 def load_mapping(path: str | Path | None = None) -> ScanMapping:
     """The mapping table (default recipes/scan/cuda-mapping.yaml); one WorkbenchError for any problem."""
     path = Path(path) if path is not None else default_mapping_path()
     if not path.is_file():
         raise WorkbenchError(f"scan mapping {path} not found; the shipped one is {default_mapping_path()}")
-    return load_recipe_file(ScanMapping, path, what="scan mapping", required="'name', 'torch_npu_names' and 'rules'")
+    stat = path.stat()
+    return _load(path.resolve(), stat.st_mtime_ns, stat.st_size)

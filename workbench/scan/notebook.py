@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench import settings
 from workbench.errors import WorkbenchError
-from workbench.scan.report import ScanReport
+from workbench.scan.report import SEVERITY_ORDER, ScanReport
 from workbench.scan.runner import ScanOptions, scan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SAMPLE_SERVICE = Path("tests") / "fixtures" / "scan_service"
 
@@ -32,3 +36,12 @@ def resolve_target(path: str | Path | None) -> Path:
 def scan_path(path: str | Path | None, jobs: int = 0) -> ScanReport:
     """Scan one directory or file for notebook 00; see `workbench.scan.runner.scan`."""
     return scan([resolve_target(path)], ScanOptions(jobs=jobs))
+
+
+def severity_table(report: ScanReport) -> pd.DataFrame:
+    """Severity, what it means for the port, and how many findings have it (worst first)."""
+    import pandas as pd
+
+    counts = report.severity_counts()
+    rows = [{"severity": s.value, "findings": counts[s.value], "meaning": s.meaning} for s in SEVERITY_ORDER]
+    return pd.DataFrame(rows, columns=["severity", "findings", "meaning"])

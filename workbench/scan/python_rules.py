@@ -221,7 +221,7 @@ class _Rules(ast.NodeVisitor):
 
     # -- names -----------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr == "is_cuda":
+        if node.attr == "is_cuda" and id(node) not in self.claimed:  # Tensor.is_cuda is a property, not a call
             self.hit(node, Rule.TENSOR_CUDA_METHOD, ".is_cuda")
         owner = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
         if owner in _ATTENTION_ENUMS and catalog.is_cuda_attention_backend(node.attr):
@@ -328,6 +328,8 @@ class _Rules(ast.NodeVisitor):
         method = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if method == "cuda" and not name.startswith("torch.cuda"):
             self.hit(node, Rule.TENSOR_CUDA_METHOD, ".cuda()")
+        elif method == "is_cuda":
+            self.claimed.add(id(func))  # platform.is_cuda(): vLLM's platform query, not a tensor's device
         if method in ("startswith", "endswith") and node.args:
             self._claim_compared(node.args[0])
         self._device_arguments(node, name, method)

@@ -84,3 +84,26 @@ def test_the_scan_runs_in_a_fresh_process_through_the_console_script(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert {f["rule"] for f in json.loads(out.read_text())["findings"]} >= {"tool.nvidia_smi", "docker.gpu_runtime"}
+
+
+def test_an_interrupted_scan_still_writes_what_it_scanned(tmp_path, capsys, monkeypatch):
+    from workbench.scan import runner
+
+    real = runner.scan_chunk
+    calls = []
+
+    def interrupted_after_one(chunk, settings):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(chunk)
+        return real(chunk, settings)
+
+    monkeypatch.setattr(runner, "scan_chunk", interrupted_after_one)
+    monkeypatch.setattr(runner, "_CHUNK_FILES", 2)
+    out = tmp_path / "partial.json"
+    assert main(["scan", str(SERVICE), "--json", str(out), "--jobs", "1", "--no-progress"]) == 130
+    payload = json.loads(out.read_text())
+    assert payload["scan"]["complete"] is False and payload["summary"]["files_scanned"] == 2
+    scanned = {c.path for c in calls[0]}
+    assert payload["findings"] and {f["file"] for f in payload["findings"]} <= scanned
+    assert "interrupted: partial" in capsys.readouterr().out

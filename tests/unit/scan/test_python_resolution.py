@@ -121,3 +121,8 @@ def test_docstrings_and_dict_keys_are_not_devices():
 
 def test_compared_literal_is_one_compare_finding_not_a_device():
     assert rules_at("def f(d):\n    return d in ('cuda', 'cpu')\n") == {(2, "device.string_compare")}
+
+
+def test_tensor_is_cuda_property_is_reported_but_a_platform_is_cuda_call_is_not():
+    source = "def f(x, platform):\n    a = x.is_cuda\n    b = platform.is_cuda()\n"
+    assert rules_at(source) == {(2, "tensor.cuda_method")}
