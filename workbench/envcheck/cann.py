@@ -9,6 +9,7 @@ in one of the LD_LIBRARY_PATH directories.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,46 @@ def nnal_atb_version(ctx: CheckContext) -> str | None:
     """NNAL/ATB release from `<root>/nnal/atb/<latest|ver>/version.info`, None when not installed."""
     info = _atb_version_file(ctx)
     return (read_key_values(info) or {}).get(ATB_VERSION_KEY) if info else None
+
+
+@dataclass(frozen=True)
+class DriverRequirements:
+    """What the installed toolkit says about the driver under it, from its own version files.
+
+    compatible_inner: driver inner-version families the toolkit lists (`compatible_version=[V100R001C18],...`
+        in `<arch>-linux/ascend_toolkit_install.info`; the driver's `Innerversion` names its family);
+    minimums: (component, version) pairs from `required_driver_<component>_version=` in the toolkit's
+        component version.info files (e.g. runtime: ascendhal 4.0.0), to hold against the driver's
+        `<component>_version`;
+    sources: the files read. Empty fields: the toolkit's files do not say (older or partial layouts).
+    """
+
+    compatible_inner: tuple[str, ...] = ()
+    minimums: tuple[tuple[str, str], ...] = ()
+    sources: tuple[Path, ...] = ()
+
+
+_REQUIRED_DRIVER = re.compile(r"^required_driver_(\w+)_version$")
+
+
+def driver_requirements(cann: CannInstall) -> DriverRequirements:
+    """Read what the toolkit demands of the driver (nothing when there is no toolkit)."""
+    if cann.toolkit is None:
+        return DriverRequirements()
+    inner: list[str] = []
+    minimums: dict[str, str] = {}
+    sources: list[Path] = []
+    for info in sorted(cann.toolkit.glob("*-linux/ascend_toolkit_install.info")):
+        listed = re.findall(r"\[([^\]]+)\]", (read_key_values(info) or {}).get("compatible_version", ""))
+        if listed:
+            inner += [item.strip() for item in listed]
+            sources.append(info)
+    for info in sorted(cann.toolkit.glob("*/version.info")):
+        found = {m.group(1): v for k, v in (read_key_values(info) or {}).items() if (m := _REQUIRED_DRIVER.match(k))}
+        if found:
+            minimums.update(found)
+            sources.append(info)
+    return DriverRequirements(tuple(dict.fromkeys(inner)), tuple(sorted(minimums.items())), tuple(sources))
 
 
 def check_toolkit(cann: CannInstall, presence: NpuPresence, ctx: CheckContext) -> CheckResult:

