@@ -2,7 +2,10 @@
 
 Containers get 64 MB by default. Under concurrency the server then dies with a bare "Bus error" (a
 process touched shared memory the kernel could not back) or exits with no message at all. Checked
-before anything else in the source's pre-flight: under 1 GiB fails, under 8 GiB warns.
+before anything else (docs/METHOD.md §4, §14): under 1 GiB fails, under 8 GiB warns.
+
+`RECOMMENDED_SHM_GIB` is the one size the workbench advises, here and in the crash classifier's fixes
+(`workbench.serving.crash`), so the pre-flight and a crash report never disagree.
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ from workbench.envcheck.result import CheckResult, Group, failed, passed, warned
 
 G = Group.SHM
 GIB = 2**30
+RECOMMENDED_SHM_GIB = 8  # docs/METHOD.md §4: start containers with --shm-size 8g (or --ipc=host)
 FAIL_BELOW = 1 * GIB
-WARN_BELOW = 8 * GIB
+WARN_BELOW = RECOMMENDED_SHM_GIB * GIB
 
-_WHY = "too small a /dev/shm kills vLLM under load with a bare 'Bus error' (or no message at all); "
-_FIX = (
-    "start the container with --shm-size 8g (docker run --shm-size 8g ...; in Kubernetes mount an "
-    "emptyDir with medium: Memory at /dev/shm); on a host: mount -o remount,size=8G /dev/shm"
+# The fix, in one phrase every caller shares (the pre-flight below, crash fixes in workbench.serving.crash).
+SHM_SIZE_FIX = (
+    f"start the container with --shm-size {RECOMMENDED_SHM_GIB}g (or --ipc=host; in Kubernetes mount an emptyDir "
+    f"with medium: Memory at /dev/shm); on a host: mount -o remount,size={RECOMMENDED_SHM_GIB}G /dev/shm"
 )
+_WHY = "too small a /dev/shm kills vLLM under load with a bare 'Bus error' (or no message at all); "
+_FIX = SHM_SIZE_FIX
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,13 @@
 A failed start on Ascend usually ends in a 200-line traceback whose useful line is in the middle, or
 in nothing at all (a bare "Bus error" when /dev/shm is 64 MB). `classify` reads what the launcher
 knows — the exit status, the signal that ended the process, the server log, whether the start timed
-out — and returns one `CrashReport`: a `CrashKind`, the evidence lines, and the fix, in the order the
-source's chapter 3 checks them.
+out — and returns one `CrashReport`: a `CrashKind`, the evidence lines, and the fix, in the order
+docs/METHOD.md §6 checks them (the cards, CANN's own errors, then /dev/shm and device permissions).
+
+Fixes follow the method: /dev/shm sized as the pre-flight advises (one constant, `envcheck.shm`, §4);
+an exit without a word points at /dev/shm and device permissions (§4, §6); a graph capture failure
+turns graph mode off or narrows the capture sizes (§13); an unknown failure is read at ERROR first,
+then with one module at DEBUG, vLLM and CANN logs apart (§9) — not with every log level raised.
 
 Log signatures are tried before the exit status because the API server usually exits with status 1
 even when its EngineCore child died from a signal; the child's status is recovered from vLLM's own
@@ -19,6 +24,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.envcheck.shm import SHM_SIZE_FIX
 from workbench.errors import WorkbenchError
 
 
@@ -34,7 +40,9 @@ class CrashKind(str, enum.Enum):
     SEGFAULT = "segfault"
     OUT_OF_MEMORY = "out_of_memory"
     UNSUPPORTED_OP = "unsupported_op"
+    GRAPH_CAPTURE = "graph_capture"
     KILLED = "killed"
+    SILENT_EXIT = "silent_exit"
     START_TIMEOUT = "start_timeout"
     FALSE_READY = "false_ready"
     UNKNOWN = "unknown"
@@ -54,14 +62,33 @@ def _sig(kind: CrashKind, pattern: str, summary: str, fix: str) -> Signature:
     return Signature(kind, re.compile(pattern, re.IGNORECASE), summary, fix)
 
 
-SHM_FIX = (
-    "check `df -h /dev/shm`: containers default to 64 MB; run the container with --shm-size=16g (or "
-    "--ipc=host) and retry"
-)
+SHM_FIX = f"check `df -h /dev/shm`: containers default to 64 MB; {SHM_SIZE_FIX}; then retry (docs/METHOD.md §4)"
 SEGFAULT_FIX = (
     "a native crash: check the version lock-step (torch / torch_npu / CANN / vllm-ascend must be one "
     "verified combination), then turn features off one at a time (enforce_eager: true, no prefix caching, "
     "no chunked prefill) to find the one that crashes"
+)
+
+GRAPH_CAPTURE_FIX = (
+    "start once with engine.enforce_eager: true (graph mode off) to confirm the capture is the cause; graph mode "
+    "pays only on static shapes (docs/METHOD.md §13), so then keep it off, or turn it back on with fewer and "
+    "smaller capture sizes that match the real batch sizes (extra_args: ['--compilation-config', "
+    "'{\"cudagraph_capture_sizes\": [1, 2, 4, 8, 16, 32]}'], or a lower max_num_seqs, which bounds them); a "
+    "newer HDK/CANN stack raises the number of graphs a card can capture"
+)
+SILENT_EXIT_FIX = (
+    "a server that exits without a word is the /dev/shm or device-permission case (docs/METHOD.md §4, §6): "
+    f"check `df -h /dev/shm` ({SHM_SIZE_FIX}), then that this user may open the NPU device files "
+    "(/dev/davinci*, /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc: run as a member of the driver's "
+    "group, e.g. HwHiAiUser, or pass them to the container with --device); then start again with "
+    "ASCEND_GLOBAL_LOG_LEVEL=3 ASCEND_SLOG_PRINT_TO_STDOUT=1 so CANN's own errors reach the log"
+)
+UNKNOWN_FIX = (
+    "narrow the logs rather than raising them all (docs/METHOD.md §9): start again at ERROR "
+    "(VLLM_LOGGING_LEVEL=ERROR, and on Ascend ASCEND_GLOBAL_LOG_LEVEL=3 ASCEND_SLOG_PRINT_TO_STDOUT=1) and read "
+    "the stack; if that is not enough, raise one suspect module to DEBUG "
+    "(workbench.envcheck.focused_logging('vllm.<module>' or 'HCCL'/'GE'/'runtime') gives the environment); read "
+    "vLLM's lines and CANN's lines separately: a framework problem shows in vLLM's, an operator problem in CANN's"
 )
 
 # Tried in order; the first signature with a matching error line wins.
@@ -129,6 +156,17 @@ SPECIFIC_SIGNATURES: tuple[Signature, ...] = (
     _sig(
         CrashKind.SEGFAULT, r"Segmentation fault|SIGSEGV", "a native library crashed (segmentation fault)", SEGFAULT_FIX
     ),
+    # Before OUT_OF_MEMORY and UNSUPPORTED_OP: the capture error says resources are "insufficient". The
+    # signature as vllm-ascend documents it (docs/source/faqs.md §17, vllm_ascend/compilation/acl_graph.py at
+    # tag v0.25.1rc1): torch_npu's AclmdlRICaptureBegin failing with 207008 / EL0009.
+    _sig(
+        CrashKind.GRAPH_CAPTURE,
+        r"AclmdlRICapture|error code is 207008|\b207008\b|Insufficient_Stream_Resources|EL0009"
+        r"|Stream resources are insufficient",
+        "graph mode failed while capturing the model's graphs (on Ascend: ACL graph capture ran out of stream "
+        "resources, error 207008)",
+        GRAPH_CAPTURE_FIX,
+    ),
     _sig(
         CrashKind.OUT_OF_MEMORY,
         r"out of memory|OutOfMemoryError|Cannot allocate memory|\bMemoryError\b",
@@ -173,6 +211,8 @@ _CHILD_STATUS = (
 TAIL_LINES = 400
 # "ValueError: ...", "torch.OutOfMemoryError: ...", "pkg.mod.SomeFault: ..." after any log prefix.
 _EXCEPTION_LINE = re.compile(r"(^|[\s)])([A-Za-z_][\w.]*(Error|Exception|Fault|Interrupt))(: |$)")
+# A log that said something: an exception, a traceback, or a line logged at ERROR/CRITICAL (CANN: "[Error]").
+_SPOKE = re.compile(_EXCEPTION_LINE.pattern + r"|Traceback|\b(ERROR|CRITICAL|FATAL)\b|\[Error\]")
 
 
 @dataclass(frozen=True)
@@ -293,11 +333,18 @@ def classify(
         )
     if timed_out:
         return start_timeout(log_text, timeout_s, log_path)
+    if exit_code is not None and not any(_SPOKE.search(line) for line in lines):
+        return CrashReport(
+            CrashKind.SILENT_EXIT,
+            "the server exited without an error message or a signal",
+            SILENT_EXIT_FIX,
+            tuple(line.strip() for line in log_text.splitlines()[-1:] if line.strip()),  # the last thing it said
+            **common,
+        )
     return CrashReport(
         CrashKind.UNKNOWN,
         "the server stopped without a known signature",
-        "read the last lines of the log; raise VLLM_LOGGING_LEVEL=DEBUG (and ASCEND_GLOBAL_LOG_LEVEL=1, "
-        "ASCEND_SLOG_PRINT_TO_STDOUT=1 on Ascend) and start again",
+        UNKNOWN_FIX,
         _last_exception_then_tail(lines),
         **common,
     )
@@ -327,8 +374,13 @@ def false_ready(detail: str, log_text: str = "", log_path: Path | None = None) -
     for signature in (*SPECIFIC_SIGNATURES, GENERIC_UNSUPPORTED):
         evidence = _match(signature, lines)
         if evidence:
-            return CrashReport(signature.kind, f"{signature.summary} (the first request failed: {detail})",
-                               signature.fix, evidence, log_path=log_path)
+            return CrashReport(
+                signature.kind,
+                f"{signature.summary} (the first request failed: {detail})",
+                signature.fix,
+                evidence,
+                log_path=log_path,
+            )
     return CrashReport(
         CrashKind.FALSE_READY,
         f"/health answered OK but the first request failed: {detail}",

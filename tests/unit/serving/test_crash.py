@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.serving.crash import CrashKind, ServerFailure, classify, false_ready, signal_name, start_timeout
+from tests.conftest import FIXTURES
+from workbench.envcheck.shm import RECOMMENDED_SHM_GIB, ShmStats, check_shm
+from workbench.serving.crash import (
+    SIGNAL_KINDS,
+    CrashKind,
+    ServerFailure,
+    classify,
+    false_ready,
+    signal_name,
+    start_timeout,
+)
 
 NOISE = """\
 (APIServer pid=1) INFO 11-30 17:02:16 [api_server.py:1] vLLM API server version 0.32.0
@@ -73,9 +83,9 @@ def test_log_signatures(kind, line):
 
 
 def test_context_lines_are_never_the_cause():
-    # WARNING lines mention "not supported" and "Too many open files"; a clean exit stays unknown.
+    # WARNING lines mention "not supported" and "Too many open files"; an exit after them said nothing.
     report = classify(NOISE, exit_code=1)
-    assert report.kind is CrashKind.UNKNOWN
+    assert report.kind is CrashKind.SILENT_EXIT
 
 
 @pytest.mark.parametrize(
@@ -158,3 +168,46 @@ def test_false_ready_names_the_cause_when_the_log_has_one():
     assert report.kind is CrashKind.INJECTED_FAULT
     assert "first request failed: chat: HTTP 500" in report.summary
     assert "unset ASCEND_BACKEND_FAULT" in report.fix
+
+
+def test_acl_graph_capture_failure_207008_gets_its_class_and_the_graph_mode_fix():
+    log = (
+        NOISE + (FIXTURES / "ascend" / "error_aclgraph_capture_207008_stream_resources.txt").read_text() + ENGINE_FAILED
+    )
+    report = classify(log, exit_code=1)
+    assert report.kind is CrashKind.GRAPH_CAPTURE
+    assert "207008" in report.evidence[-1] or "Stream" in " ".join(report.evidence)
+    # docs/METHOD.md §13: graph mode off to confirm, then fewer capture sizes
+    assert "enforce_eager: true" in report.fix and "cudagraph_capture_sizes" in report.fix and "§13" in report.fix
+
+
+def test_a_silent_exit_points_at_shm_and_device_permissions():
+    report = classify(NOISE, exit_code=1)
+    assert report.kind is CrashKind.SILENT_EXIT and report.signal_name is None
+    assert "/dev/shm" in report.fix and "/dev/davinci" in report.fix and "§4" in report.fix and "§6" in report.fix
+    assert report.evidence == (NOISE.splitlines()[-1].strip(),)
+    # Anything said at ERROR level (or a traceback) is not silent: the unknown class reads it instead.
+    spoke = classify(NOISE + "(EngineCore pid=2) ERROR 11-30 17:03:00 [core.py:1] boom\n", exit_code=1)
+    assert spoke.kind is CrashKind.UNKNOWN
+    # A signal is not silent either, nor is a start that timed out.
+    assert classify(NOISE, exit_code=-9).kind is CrashKind.KILLED
+    assert classify(NOISE, exit_code=None, timed_out=True).kind is CrashKind.START_TIMEOUT
+
+
+def test_the_unknown_fix_narrows_the_logs_instead_of_raising_them_all():
+    report = classify(NOISE + "(EngineCore pid=2) KeyError: 'x'\n", exit_code=1)
+    assert report.kind is CrashKind.UNKNOWN
+    fix = report.fix
+    assert "VLLM_LOGGING_LEVEL=ERROR" in fix and "ASCEND_GLOBAL_LOG_LEVEL=3" in fix and "focused_logging" in fix
+    assert fix.index("ERROR") < fix.index("DEBUG") and "separately" in fix and "§9" in fix
+    assert "VLLM_LOGGING_LEVEL=DEBUG" not in fix and "ASCEND_GLOBAL_LOG_LEVEL=1" not in fix
+
+
+def test_crash_fixes_and_the_preflight_advise_one_shm_size():
+    preflight = check_shm(ShmStats(FIXTURES, 64 * 2**20, 64 * 2**20)).fix
+    size = f"--shm-size {RECOMMENDED_SHM_GIB}g"
+    assert size in preflight
+    for report in (classify(NOISE + "Bus error (core dumped)\n", exit_code=1), classify(NOISE, exit_code=1)):
+        assert size in report.fix
+    assert all(size in fix for kind, _, fix in SIGNAL_KINDS.values() if kind is CrashKind.SHM)
+    assert "16g" not in " ".join(r.fix for r in (classify(NOISE + "Bus error\n", exit_code=1),))
