@@ -12,6 +12,14 @@ about the same workload:
     small blocks, spare KV, low throughput     -> BLOCK_OVERHEAD   (no small batch to blame)
     server did not start / requests failed     -> START_FAILURE / LOAD_FAILURE (the crash class's fix)
 
+With a profile per point (a spec's `profile: true`), its verdicts (thresholds from
+recipes/profiling/thresholds.yaml, docs/METHOD.md §12) join the rules:
+
+    profile says host-bound (device busy < 50%)  -> HOST_BOUND: a host loop, not the batch, limits
+                                                    throughput; a low-throughput point with a full
+                                                    running batch is no longer left unexplained
+    profile says communication > 20%            -> COMMUNICATION_BOUND (lower tensor_parallel_size)
+
 "High" means over the SLO limit when the spec sets one (p99_ttft_ms, p99_e2el_ms), else more than
 `Thresholds.high_latency_factor` times the lowest value any point reached on the same workload.
 "Low throughput" and "small batch" are likewise relative to the best point on the same workload:
@@ -39,6 +47,8 @@ class Bottleneck(str, enum.Enum):
     KV_PRESSURE = "kv_pressure"
     BLOCK_FRAGMENTATION = "block_fragmentation"
     BLOCK_OVERHEAD = "block_overhead"
+    HOST_BOUND = "host_bound"
+    COMMUNICATION_BOUND = "communication_bound"
     START_FAILURE = "start_failure"
     LOAD_FAILURE = "load_failure"
     HEALTHY = "healthy"
@@ -112,8 +122,30 @@ def diagnose_point(
     batch = _batch_and_queue(pid, row, context, limits, t)
     low_unexplained = (not any(f.bottleneck is Bottleneck.BATCH_TOO_SMALL for f in batch)
                        and (_num(row, "output_throughput") or 0.0) < t.low_throughput_fraction * context.best_throughput)
-    findings = [*batch, *_memory(pid, row, t, low_unexplained)]
+    profiled = _profiled(pid, row, low_unexplained)
+    low_unexplained = low_unexplained and not any(f.bottleneck is Bottleneck.HOST_BOUND for f in profiled)
+    findings = [*batch, *profiled, *_memory(pid, row, t, low_unexplained)]
     return findings or [Finding(pid, Bottleneck.HEALTHY, "no rule fired", "")]
+
+
+def _profiled(pid: str, row: Mapping[str, Any], low_throughput: bool) -> list[Finding]:
+    """Findings from the point's profile verdicts (none when the point was not profiled)."""
+    verdicts = set(str(row.get("profile_verdicts") or "").split(","))
+    busy, communication = _num(row, "busy_share"), _num(row, "communication_share")
+    found = []
+    if "host_bound" in verdicts and busy is not None:
+        running = _num(row, "running_mean")
+        batch = f" with a running batch of {running:.1f}" if running is not None else ""
+        low = "; this is why its throughput is low" if low_throughput else ""
+        found.append(Finding(pid, Bottleneck.HOST_BOUND,
+                             f"profile: the device is busy {busy:.0%} of each step{batch}{low}",
+                             "the host loop limits it, not the batch: more work per step (max_num_seqs, offered "
+                             "load), graph mode (enforce_eager: false); see the profile's host phases"))
+    if "communication_bound" in verdicts and communication is not None:
+        found.append(Finding(pid, Bottleneck.COMMUNICATION_BOUND,
+                             f"profile: communication not hidden by compute is {communication:.0%} of each step",
+                             "lower tensor_parallel_size: more cards will not help this model"))
+    return found
 
 
 def _batch_and_queue(pid: str, row: Mapping[str, Any], ctx: WorkloadContext, limits: Mapping[str, float], t: Thresholds) -> list[Finding]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from workbench.profiling.model import CPU_MAPPING
 from workbench.sweep import charts
 from workbench.sweep.analysis import (
     aggregate_repeats,
@@ -32,9 +33,14 @@ from workbench.sweep.diagnosis import diagnose
 from workbench.sweep.spec import SweepSpec, expand
 from workbench.sweep.store import PointResult, latencies_frame, results_frame
 
+CPU_NOTE = ("shares of each engine step: busy = computing + communication not hidden by compute; on a CPU engine: "
+            + CPU_MAPPING)
+
 SUMMARY_COLUMNS = ("output_throughput", "request_throughput", "p50_ttft_ms", "p99_ttft_ms", "p99_tpot_ms",
                    "p99_e2el_ms", "request_goodput", "running_mean", "waiting_mean", "kv_usage_max", "preemptions",
-                   "prefix_hit_rate")
+                   "prefix_hit_rate", "busy_share", "communication_share", "profile_verdicts")
+# a spec's `profile: true` adds these per point (workbench.sweep.store.profile_columns)
+PROFILE_COLUMNS = ("busy_share", "communication_share", "free_share", "profile_verdicts", "profile_error")
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,15 @@ class SweepReport:
     def points_table(self) -> pd.DataFrame:
         """The readable per-point table: label, status, key metrics, crash kind."""
         keep = ["label", "status", *[c for c in SUMMARY_COLUMNS if c in self.points.columns], "crash_kind"]
+        return self.points[[c for c in keep if c in self.points.columns]]
+
+    def profile_table(self) -> pd.DataFrame:
+        """Each profiled point's time shares and verdicts next to its throughput and latency (empty when
+        the spec did not ask for profiles). On CPU the shares follow workbench.profiling.model.CPU_MAPPING."""
+        present = [c for c in PROFILE_COLUMNS if c in self.points.columns]
+        if not present:
+            return pd.DataFrame()
+        keep = ["label", "output_throughput", "p99_ttft_ms", "p99_e2el_ms", *present]
         return self.points[[c for c in keep if c in self.points.columns]]
 
     def diagnosis_table(self) -> pd.DataFrame:
@@ -131,6 +146,8 @@ def write_html(report: SweepReport, path: Path) -> Path:
         f"<p><b>{html.escape(report.best_text())}</b></p>",
         "<h2>Points</h2>", _table(report.points_table()),
         "<h2>Diagnosis</h2>", _table(report.diagnosis_table()),
+        *(["<h2>Where the time goes (a profile per point)</h2>", f"<p>{html.escape(CPU_NOTE)}</p>",
+           _table(report.profile_table())] if not report.profile_table().empty else []),
         "<h2>Sensitivity</h2>", _table(report.sensitivity),
     ]
     for configs_x in ("p99_ttft_ms", "p99_e2el_ms"):

@@ -27,6 +27,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from workbench.profiling import sweep_point as point_profiles
 from workbench.provenance import provenance
 from workbench.serving.client import model_dir, server_version
 from workbench.serving.crash import CrashReport, ServerFailure
@@ -136,7 +137,10 @@ class SweepRunner:
 
     def _start(self, point: SweepPoint) -> _ServerStart:
         started = time.monotonic()
-        plan = plan_launch(point.recipe, extra_env=self.extra_env, log_dir=self.out_dir / "server-logs")
+        env, args = self.extra_env, ()
+        if self.spec.profile:  # the profiler is configured; it records only inside each point's own window
+            env, args = {**point_profiles.SERVER_ENV, **env}, point_profiles.server_args(self.out_dir, point.server_key)
+        plan = plan_launch(point.recipe, extra_env=env, extra_args=args, log_dir=self.out_dir / "server-logs")
         server = start(plan, progress=False)
         return _ServerStart(server, time.monotonic() - started, server_version(server.url))
 
@@ -168,6 +172,8 @@ class SweepRunner:
             "overhead_s": wall_s - start_s - result.summary.duration_s,
         }
         crash = server.diagnose()
+        profiled = self.spec.profile and crash is None
+        profile = point_profiles.profile_point(server, point, self.out_dir, tokenizer) if profiled else {}
         return PointResult(
             point_id=point.point_id,
             sweep=self.spec.name,
@@ -181,6 +187,7 @@ class SweepRunner:
             timings=timings,
             latencies=_latencies(result),
             crash=_crash_dict(result, crash),
+            profile=profile,
             fingerprint=provenance(recipe=point.recipe, url=server.url, model=server.model, server_version=launched.version),
             server_pids=tuple(server.group_pids()) or (server.process.pid,),
             finished_at=_now(),

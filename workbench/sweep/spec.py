@@ -13,6 +13,7 @@ request rates x shared-prefix ratios), `repeats` times. Example:
     workload: {input_len: 64, output_len: 16, num_prompts: 8, concurrency: [1, 4]}
     repeats: 1
     slo: {p99_ttft_ms: 2000, p99_e2el_ms: 4000}
+    profile: false                       # true: a profile per point (shares and verdicts in the report)
 
 Like serving recipes, the models are frozen and forbid unknown keys; every problem becomes one
 `WorkbenchError` naming the file, the dotted key and the closest valid key or the fix.
@@ -210,6 +211,9 @@ class SweepSpec(Frozen):
     repeats: int = Field(1, ge=1)
     slo: SLOSpec = SLOSpec()
     adaptive: AdaptiveSpec | None = None
+    # true: every point also gets a profile (time shares and verdicts, workbench.profiling.sweep_point),
+    # taken after its measured load so the profiler never disturbs the numbers the sweep ranks by
+    profile: bool = False
     source: Path | None = Field(None, exclude=True)
 
 

@@ -37,6 +37,8 @@ class PointResult:
     server_metrics: what /metrics said during the load (running_mean, waiting_max, kv_usage_max, ...)
     timings:        seconds: server_start_s (0 when the server was reused), warmup_s, load_s, wall_s
     latencies:      per-request ttft_ms / tpot_ms / e2el_ms lists, for distribution charts
+    profile:        with a spec's `profile: true`: the point's time shares and verdicts
+                    (workbench.profiling.report.summary), or {"error": ...}
     """
 
     point_id: str
@@ -51,6 +53,7 @@ class PointResult:
     timings: dict[str, Any] = field(default_factory=dict)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     crash: dict[str, Any] | None = None
+    profile: dict[str, Any] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
     server_pids: tuple[int, ...] = ()
     finished_at: str = ""
@@ -83,9 +86,24 @@ class PointResult:
             "crash_kind": (self.crash or {}).get("kind"),
             "crash_summary": (self.crash or {}).get("summary"),
             "crash_fix": (self.crash or {}).get("fix"),
+            **profile_columns(self.profile),
             "finished_at": self.finished_at,
         }
         return row
+
+
+def profile_columns(profile: dict[str, Any]) -> dict[str, Any]:
+    """The profile's numbers as table columns (none when the point was not profiled)."""
+    if not profile:
+        return {}
+    if "error" in profile:
+        return {"profile_error": profile["error"]}
+    return {
+        "busy_share": profile.get("busy_share"),
+        "communication_share": profile.get("communication_share"),
+        "free_share": profile.get("free_share"),
+        "profile_verdicts": ",".join(profile.get("verdicts") or []),
+    }
 
 
 class ResultStore:

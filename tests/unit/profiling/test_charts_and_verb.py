@@ -1,0 +1,58 @@
+"""Charts are pure functions of the tables; the verb analyses a directory and writes its JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from workbench.cli import main
+from workbench.profiling import charts
+from workbench.profiling.model import Profile
+from workbench.profiling.read import read_profile
+
+
+def test_share_charts_stack_the_three_shares(fixtures):
+    profile = read_profile(fixtures / "msprof_tp2")
+    fig = charts.rank_share_bars(profile.ranks_frame(), profile.mapping)
+    assert [t.name for t in fig.data] == ["Computing", "Communication (not overlapped)", "Free"]
+    assert list(fig.data[0].y) == pytest.approx(list(profile.ranks_frame()["computing_share"]))
+    assert "HCCL" in fig.layout.title.text  # the device mapping travels with the chart
+    steps = charts.step_share_bars(profile.steps_frame(), profile.mapping)
+    assert len(steps.data) == 3 * len(profile.ranks)
+    both = charts.compare_share_bars({"a": profile.ranks_frame(), "b": profile.ranks_frame()})
+    assert list(both.data[0].x) == ["a rank 0", "a rank 1", "b rank 0", "b rank 1"]
+
+
+def test_op_charts_and_empty_inputs(fixtures):
+    profile = read_profile(fixtures / "torch_npu_tp2")
+    ops = profile.ops_frame(5)
+    fig = charts.top_ops_bars(ops)
+    assert sum(len(t.y) for t in fig.data) == 5
+    assert {t.name for t in charts.kind_bars(profile.kinds_frame()).data} >= {"HCCL", "AI_CORE"}
+    for empty in (
+        charts.top_ops_bars(pd.DataFrame()),
+        charts.graph_mode_bars(pd.DataFrame()),
+        charts.rank_share_bars(pd.DataFrame()),
+    ):
+        assert "nothing to show" in empty.layout.title.text
+
+
+def test_verb_analyses_a_directory_and_writes_json(fixtures, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["profile", str(fixtures / "msprof_tp2"), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "mapping: NPU" in printed and "[slow_rank]" in printed
+    record = json.loads(out.read_text())
+    assert record["summary"]["ranks"] == 2
+    assert record["profile"]["meta"]["provenance"]["stack"]["python"]  # stamped
+    assert (
+        Profile.from_dict(record["profile"]).ranks_frame().equals(read_profile(fixtures / "msprof_tp2").ranks_frame())
+    )
+
+
+def test_verb_needs_exactly_one_source(capsys, fixtures):
+    assert main(["profile"]) == 2
+    assert "exactly one of PATH" in capsys.readouterr().err
+    assert main(["profile", str(fixtures / "msprof_tp2"), "--graph-mode"]) == 2

@@ -1,0 +1,71 @@
+"""Graph-mode bookkeeping: counting what vLLM's log says it compiled, ratios and the conclusion."""
+
+from __future__ import annotations
+
+from workbench.profiling.graph_mode import (
+    FIXED,
+    MIXED,
+    GraphModeResult,
+    ModeRun,
+    ModeStart,
+    compile_seconds,
+    count_log,
+)
+
+# Lines as vLLM 0.32 formats them (vllm/compilation/backends.py, monitor.py), with the worker prefix
+# vLLM adds to each process's output.
+LOG = """\
+(EngineCore pid=11) INFO 12-01 10:00:01 [backends.py:700] Dynamo bytecode transform time: 3.21 s
+(EngineCore pid=11) INFO 12-01 10:00:09 [backends.py:390] Compiling a graph for compile range (1, 2048) takes 7.95 s
+(EngineCore pid=11) INFO 12-01 10:00:09 [backends.py:295] Directly load the compiled graph(s) for compile range (1, 8) from the cache, took 0.105 s
+(EngineCore pid=11) INFO 12-01 10:00:10 [monitor.py:62] torch.compile takes 11.16 s in total
+"""
+
+
+def test_count_log_counts_each_kind_of_line():
+    counts = count_log(LOG)
+    assert counts["compilations"] == 1 and counts["cache_loads"] == 1 and counts["dynamo_traces"] == 1
+    assert counts["graph_captures"] == 0
+    assert compile_seconds(LOG) == 11.16
+    assert compile_seconds("nothing compiled") is None
+
+
+def _run(mode, workload, tok_s, compiled_during=0):
+    during = {
+        "compilations": compiled_during,
+        "cache_loads": 0,
+        "dynamo_traces": 0,
+        "graph_captures": 0,
+        "recompilations": 0,
+    }
+    return ModeRun(mode, workload, 0, tok_s, 10.0, 100.0, 0, during)
+
+
+def test_ratios_and_a_conclusion_where_shapes_vary_too_much():
+    result = GraphModeResult(
+        runs=(
+            _run("eager", "fixed", 100.0),
+            _run("compiled", "fixed", 120.0),
+            _run("eager", "mixed", 100.0),
+            _run("compiled", "mixed", 95.0, compiled_during=3),
+        ),
+        starts=(ModeStart("eager", 20.0, None, {}), ModeStart("compiled", 65.0, 40.0, {})),
+        gain=0.05,
+    )
+    ratios = result.ratios().set_index("workload")
+    assert ratios.loc["fixed", "ratio"] == 1.2 and ratios.loc["mixed", "ratio"] == 0.95
+    text = "\n".join(result.conclusion())
+    assert "fixed lengths: graph mode pays (compiled/eager 1.20)" in text
+    assert "mixed lengths: graph mode loses" in text and "compiled 3 graph(s) while serving" in text
+    assert "shapes vary too much" in text
+    assert "+45 s of start-up" in text
+
+
+def test_an_empty_result_has_empty_tables():
+    empty = GraphModeResult((), (), 0.05)
+    assert empty.ratios().empty and empty.conclusion() == []
+
+
+def test_length_mixes():
+    assert FIXED.input_lens == (128,) and len(set(MIXED.input_lens)) > 1
+    assert MIXED.workload().input_len == max(MIXED.input_lens)

@@ -1,0 +1,146 @@
+"""torch.profiler traces of vLLM workers: a constructed two-step trace with every number worked by hand.
+
+Layout of the constructed trace (µs; vLLM's names, see workbench.profiling.torch_trace):
+
+    step 0  execute_context_2(128)_generation_0(0)   [0, 1000)     next step starts at 1200
+              gpu_model_runner: forward               [100, 800)
+                aten::linear [120, 400) > aten::mm [130, 390)
+                _C::shm_allreduce [400, 500)
+                aten::add [500, 700)
+              aten::argmax [850, 900)                 (sampling: outside the forward)
+    step 1  execute_context_0(0)_generation_2(2)     [1200, 1900)
+              gpu_model_runner: forward               [1250, 1700)
+                aten::mm [1260, 1500), _C::shm_allreduce [1500, 1560)
+
+Step 0: window 1200, computing 280 + 200 = 480, communication 100, free 620.
+Step 1: window 700, computing 240, communication 60, free 400.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from workbench.errors import WorkbenchError
+from workbench.profiling.chrome_trace import read_trace
+from workbench.profiling.read import read_profile
+from workbench.profiling.torch_trace import BETWEEN_STEPS, read_torch_traces, step_phase
+
+BASE = 1_733_000_000_000.0
+
+
+def _x(name, start, end, cat="cpu_op", tid=7):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 42, "tid": tid, "ts": BASE + start, "dur": end - start}
+
+
+EVENTS = [
+    _x("execute_context_2(128)_generation_0(0)", 0, 1000, "user_annotation"),
+    _x("gpu_model_runner: forward", 100, 800, "user_annotation"),
+    _x("aten::linear", 120, 400),
+    _x("aten::mm", 130, 390),
+    _x("_C::shm_allreduce", 400, 500),
+    _x("aten::add", 500, 700),
+    _x("aten::argmax", 850, 900),
+    _x("execute_context_0(0)_generation_2(2)", 1200, 1900, "user_annotation"),
+    _x("gpu_model_runner: forward", 1250, 1700, "user_annotation"),
+    _x("aten::mm", 1260, 1500),
+    _x("_C::shm_allreduce", 1500, 1560),
+    {"ph": "M", "name": "process_name", "pid": 42, "args": {"name": "python"}},
+    {"ph": "i", "name": "an instant event is ignored", "pid": 42, "tid": 7, "ts": BASE},
+]
+
+
+def write_trace(path, events=EVENTS, rank=None, compress=True):
+    data = {"schemaVersion": 1, "traceEvents": events}
+    if rank is not None:
+        data = {
+            "schemaVersion": 1,
+            "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": 2},
+            "traceEvents": events,
+        }
+    raw = json.dumps(data).encode()
+    path.write_bytes(gzip.compress(raw) if compress else raw)
+    return path
+
+
+def test_steps_are_split_by_hand(tmp_path):
+    path = write_trace(tmp_path / "dp0_pp0_tp1_dcp0_ep0_rank1.1733000000000.pt.trace.json.gz")
+    profile = read_torch_traces([path])
+    assert profile.device == "cpu" and "worker's compute" in profile.mapping
+    first, second = profile.steps
+    assert first.rank == "1"  # from the worker name in the file name
+    assert (first.computing_us, first.communication_not_overlapped_us, first.free_us) == (480, 100, 620)
+    assert first.overlapped_us == 0  # a blocking CPU collective is never hidden
+    assert (second.computing_us, second.communication_not_overlapped_us, second.free_us) == (240, 60, 400)
+    assert (first.phase, second.phase) == ("prefill", "decode")
+
+
+def test_self_times_and_kinds(tmp_path):
+    profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz")])
+    ops = {o.name: o for o in profile.ops}
+    assert ops["aten::mm"].calls == 2 and ops["aten::mm"].self_us == 260 + 240
+    assert ops["aten::linear"].self_us == 280 - 260  # its child aten::mm excluded
+    assert ops["_C::shm_allreduce"].kind == "collective" and ops["_C::shm_allreduce"].communication
+    assert ops["aten::add"].kind == "aten"
+    assert "gpu_model_runner: forward" not in ops  # scopes are host phases, not ops
+
+
+def test_host_phases(tmp_path):
+    profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz")])
+    host = {h.phase: h for h in profile.host}
+    assert host["gpu_model_runner: forward"].total_us == 700 + 450 and host["gpu_model_runner: forward"].calls == 2
+    assert host[BETWEEN_STEPS].total_us == 200  # step 0's annotation ends at 1000, step 1 starts at 1200
+
+
+def test_rank_from_distributed_info_wins_and_plain_json_reads(tmp_path):
+    path = write_trace(tmp_path / "worker.pt.trace.json", rank=3, compress=False)
+    assert read_torch_traces([path]).ranks == ["3"]
+
+
+def test_without_the_forward_scope_the_step_annotation_bounds_compute(tmp_path):
+    events = [e for e in EVENTS if e.get("name") != "gpu_model_runner: forward"]
+    profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz", events)])
+    first = profile.steps[0]
+    assert first.computing_us == 480 + 50  # the sampling argmax is inside the step annotation now
+    assert any("VLLM_CUSTOM_SCOPES_FOR_PROFILING" in n for n in profile.notes)
+
+
+def test_a_trace_without_vllm_steps_says_so(tmp_path):
+    events = [_x("aten::mm", 0, 10)]
+    profile = read_profile(write_trace(tmp_path / "w.pt.trace.json.gz", events))
+    assert profile.steps == () and any("no vLLM step annotations" in n for n in profile.notes)
+
+
+def test_truncated_gzip_is_one_clear_error(tmp_path):
+    path = write_trace(tmp_path / "w.pt.trace.json.gz")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(WorkbenchError, match="truncated"):
+        read_trace(path)
+
+
+def test_step_phase_names():
+    assert step_phase("execute_context_1(64)_generation_3(3)") == "mixed"
+    assert step_phase("execute_context_0(0)_generation_0(0)") == ""
+    assert step_phase("something else") == ""
+
+
+def test_cuda_kernels_are_the_device_time(tmp_path):
+    events = [
+        _x("execute_context_0(0)_generation_4(4)", 0, 1000, "user_annotation"),
+        _x("ampere_sgemm_128x64", 100, 400, "kernel", tid=3),
+        _x("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 300, 500, "kernel", tid=4),
+        _x("aten::mm", 90, 110),
+    ]
+    profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz", events)])
+    (step,) = profile.steps
+    assert profile.device == "cuda"
+    assert (step.computing_us, step.overlapped_us, step.communication_not_overlapped_us, step.free_us) == (
+        300,
+        100,
+        100,
+        600,
+    )
+    assert {o.name for o in profile.ops} == {"ampere_sgemm_128x64", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"}

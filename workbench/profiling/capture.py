@@ -1,0 +1,309 @@
+"""Capture a profile for real: a recipe's server with vLLM's profiler, a fixed workload, one window.
+
+    with launch(recipe, extra_args=("--profiler-config", '{"profiler": "torch", ...}')) as server:
+        warm-up requests                      (allocation, compilation: outside the window)
+        POST /start_profile
+        the fixed workload                    (workbench.serving.loadgen, exact lengths)
+        POST /stop_profile
+        wait until every rank's trace is completely written
+    read the traces -> Profile (+ provenance, the workload's throughput)
+
+vLLM 0.32's profiler is configured with `--profiler-config` (vllm/config/profiler.py `ProfilerConfig`):
+`torch_profiler_dir` must be absolute; `torch_profiler_with_stack` is off (with Python stacks a CPU
+worker wrote ~90 MB gzipped per rank for four short requests); the API server's own CPU trace is off
+(`ignore_frontend`: its time is not in an engine step, and it costs the front end while it runs).
+`VLLM_CUSTOM_SCOPES_FOR_PROFILING=1` makes vLLM mark its host phases (schedule, preprocess, forward,
+sample, ...) so the host-bound verdict can name one.
+
+On an Ascend recipe vllm-ascend swaps in torch_npu's profiler behind the same flag and endpoints
+(vllm-ascend @182b75ea, docs/source/developer_guide/performance_and_debug/service_profiling_guide.md:
+`--profiler-config '{"profiler": "torch", "torch_profiler_dir": ..., "torch_profiler_with_stack":
+false}'`, then `torch_npu.profiler.profiler.analyse(<*_ascend_pt>)` to produce ASCEND_PROFILER_OUTPUT);
+the analysis step runs here in a subprocess, so this module never imports torch_npu.
+
+The traces are still being written when /stop_profile returns: `wait_for_traces` waits until every
+expected rank has a file whose size has stopped changing and whose gzip stream is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tqdm.auto import tqdm
+
+from workbench.errors import WorkbenchError
+from workbench.profiling.detect import worker_traces
+from workbench.profiling.model import Profile
+from workbench.profiling.torch_npu import read_torch_npu
+from workbench.profiling.torch_trace import read_torch_traces
+from workbench.provenance import provenance
+from workbench.recipes import Device, ServingRecipe
+from workbench.serving.client import model_dir, server_version
+from workbench.serving.loadgen import LoadResult, Workload, build_prompts, load_tokenizer, run_coroutine, run_load_async
+from workbench.serving.server import Server, launch
+
+SCOPES_ENV = {"VLLM_CUSTOM_SCOPES_FOR_PROFILING": "1"}
+SETTLE_S = 2.0  # a trace whose size has not changed for this long, and whose gzip stream ends, is complete
+TRACE_TIMEOUT_S = 300.0
+ANALYSE_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class CaptureWorkload:
+    """The fixed load profiled: `num_prompts` requests of exact lengths, `concurrency` in flight."""
+
+    input_len: int = 128
+    output_len: int = 32
+    num_prompts: int = 16
+    concurrency: int = 8
+    warmup_requests: int = 4
+    seed: int = 0
+
+    def load(self) -> Workload:
+        return Workload(
+            input_len=self.input_len,
+            output_len=self.output_len,
+            num_prompts=self.num_prompts,
+            concurrency=self.concurrency,
+            seed=self.seed,
+        )
+
+    def warmup(self) -> Workload:
+        return Workload(
+            input_len=self.input_len,
+            output_len=self.output_len,
+            num_prompts=self.warmup_requests,
+            concurrency=self.warmup_requests,
+            seed=self.seed + 1,
+        )
+
+
+def profiler_config(trace_dir: Path) -> dict[str, Any]:
+    """The `--profiler-config` JSON (vLLM 0.32 ProfilerConfig fields; see the module docstring)."""
+    return {
+        "profiler": "torch",
+        "torch_profiler_dir": str(Path(trace_dir).resolve()),
+        "torch_profiler_with_stack": False,
+        "ignore_frontend": True,
+    }
+
+
+def profiler_args(trace_dir: Path) -> tuple[str, ...]:
+    return ("--profiler-config", json.dumps(profiler_config(trace_dir)))
+
+
+def expected_ranks(recipe: ServingRecipe) -> int:
+    e = recipe.engine
+    return e.tensor_parallel_size * e.pipeline_parallel_size * e.data_parallel_size
+
+
+def post(url: str, path: str, body: dict[str, Any] | None = None, timeout_s: float = 600.0) -> None:
+    """POST an endpoint of the profiler API; a 404 means the server was started without --profiler-config."""
+    try:
+        response = httpx.post(f"{url}{path}", json=body, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise WorkbenchError(f"{url}{path}: {type(exc).__name__}: {exc}; is the server still running?") from None
+    if response.status_code == 404:
+        raise WorkbenchError(
+            f"{url}{path}: 404; the server was started without --profiler-config (vLLM only "
+            "registers /start_profile and /stop_profile when the profiler is configured)"
+        )
+    if response.status_code != 200:
+        raise WorkbenchError(f"{url}{path}: HTTP {response.status_code} {response.text[:200]}")
+
+
+def gzip_complete(path: Path) -> bool:
+    """True when `path` is not gzip, or is a gzip stream that decompresses to its end."""
+    with path.open("rb") as handle:
+        if handle.read(2) != b"\x1f\x8b":
+            return True
+        handle.seek(0)
+        decoder = zlib.decompressobj(wbits=31)
+        while chunk := handle.read(1 << 20):
+            try:
+                decoder.decompress(chunk, 0)
+            except zlib.error:
+                return False
+            if decoder.eof:
+                return True
+    return decoder.eof
+
+
+def _settled(paths: list[Path], sizes: dict[Path, tuple[int, float]], now: float) -> bool:
+    """Update the size history; True when every path kept its size for SETTLE_S and is complete."""
+    steady = True
+    for path in paths:
+        size = path.stat().st_size
+        last = sizes.get(path)
+        if last is None or last[0] != size:
+            sizes[path] = (size, now)
+            steady = False
+        elif now - last[1] < SETTLE_S:
+            steady = False
+    return steady and all(gzip_complete(p) for p in paths)
+
+
+def window_outputs(trace_dir: Path, prefix: str, device: Device) -> list[Path]:
+    """The outputs of the window started with `prefix`: worker traces (CPU, CUDA) or *_ascend_pt dirs (NPU).
+
+    vLLM names them `<prefix>_<worker>`; the worker is `dp0_pp0_tp0_dcp0_ep0_rank0`-style.
+    """
+    found = _npu_dirs(trace_dir) if device is Device.NPU else worker_traces(trace_dir)
+    return [p for p in found if p.name.startswith(f"{prefix}_")]
+
+
+def wait_for_traces(
+    trace_dir: Path,
+    ranks: int,
+    prefix: str,
+    *,
+    timeout_s: float = TRACE_TIMEOUT_S,
+    device: Device = Device.CPU,
+    server: Server | None = None,
+) -> list[Path]:
+    """The ranks' outputs of window `prefix` once completely written; WorkbenchError naming what is missing."""
+    deadline = time.monotonic() + timeout_s
+    sizes: dict[Path, tuple[int, float]] = {}
+    while True:
+        found = window_outputs(trace_dir, prefix, device)
+        files = [f for d in found for f in d.rglob("*") if f.is_file()] if device is Device.NPU else found
+        if len(found) >= ranks and _settled(files, sizes, time.monotonic()):
+            return found
+        if server is not None and (report := server.diagnose()) is not None:
+            raise WorkbenchError(f"the server died while writing its traces: {report.summary}; {report.fix}")
+        if time.monotonic() > deadline:
+            raise WorkbenchError(
+                f"{trace_dir}: {len(found)} of {ranks} rank traces after {timeout_s:.0f} s "
+                f"({', '.join(p.name for p in found) or 'none'}); the workers did not finish writing — check the "
+                "server log, the disk space, and that torch_profiler_dir is writable"
+            )
+        time.sleep(0.5)
+
+
+def _npu_dirs(trace_dir: Path) -> list[Path]:
+    return sorted(p for p in trace_dir.glob("*_ascend_pt") if p.is_dir())
+
+
+def analyse_ascend(trace_dir: Path, timeout_s: float = ANALYSE_TIMEOUT_S) -> None:
+    """torch_npu's offline analysis of every *_ascend_pt without ASCEND_PROFILER_OUTPUT, in a subprocess."""
+    for directory in _npu_dirs(trace_dir):
+        if (directory / "ASCEND_PROFILER_OUTPUT").is_dir():
+            continue
+        code = f"from torch_npu.profiler.profiler import analyse; analyse({str(directory)!r})"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode != 0:
+            raise WorkbenchError(
+                f"{directory}: torch_npu analyse() failed ({done.stderr.strip()[-300:]}); run it by "
+                f'hand: python -c "{code}"'
+            )
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One capture: the profile, the load that ran inside the window, and where the files are."""
+
+    profile: Profile
+    load: LoadResult
+    trace_dir: Path
+    log_path: Path | None
+
+
+def _run(server: Server, tokenizer: Any, workload: Workload, progress: bool) -> LoadResult:
+    prompts = build_prompts(tokenizer, workload.num_prompts, workload.input_len, seed=workload.seed)
+    return run_coroutine(run_load_async(server.url, server.model, prompts, workload, progress=progress))
+
+
+def profile_window(
+    server: Server,
+    trace_dir: Path,
+    workload: CaptureWorkload,
+    recipe: ServingRecipe,
+    *,
+    prefix: str = "window",
+    tokenizer: Any = None,
+    progress: bool = True,
+) -> tuple[LoadResult, Profile]:
+    """On a running, profiler-configured server: warm up, profile the workload, wait for and read the traces.
+
+    `prefix` names this window's files (vLLM's `profile_prefix`), so one server can profile many windows.
+    """
+    tokenizer = tokenizer or load_tokenizer(model_dir(server.url, server.model))
+    if workload.warmup_requests:
+        _run(server, tokenizer, workload.warmup(), progress=False)
+    post(server.url, "/start_profile", {"profile_prefix": prefix})
+    try:
+        result = _run(server, tokenizer, workload.load(), progress)
+    finally:
+        post(server.url, "/stop_profile")
+    outputs = wait_for_traces(trace_dir, expected_ranks(recipe), prefix, device=recipe.device, server=server)
+    return result, read_window(trace_dir, outputs, recipe.device)
+
+
+def read_window(trace_dir: Path, outputs: list[Path], device: Device) -> Profile:
+    """The Profile of one window's outputs (on NPU after torch_npu's analysis of each *_ascend_pt)."""
+    if device is Device.NPU:
+        analyse_ascend(trace_dir)
+        return read_torch_npu(trace_dir, [p / "ASCEND_PROFILER_OUTPUT" for p in outputs])
+    return read_torch_traces(outputs, trace_dir)
+
+
+def capture(
+    recipe: ServingRecipe,
+    out_dir: Path,
+    workload: CaptureWorkload = CaptureWorkload(),
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    progress: bool = True,
+) -> Capture:
+    """Start `recipe`'s server with the profiler, profile `workload`, stop the server, read the traces.
+
+    Writes `out_dir/traces/` (the raw traces) and `out_dir/profile.json` (the Profile, with provenance).
+    """
+    out_dir = Path(out_dir).resolve()
+    trace_dir = out_dir / "traces"
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=4, desc=f"profile {recipe.name}", disable=not progress, bar_format="{desc}: {n}/{total} {postfix}")
+    with bar:
+        bar.set_postfix_str("starting the server")
+        env = {**SCOPES_ENV, **(extra_env or {})}
+        with launch(
+            recipe, extra_env=env, extra_args=profiler_args(trace_dir), log_dir=out_dir, progress=progress
+        ) as server:
+            bar.update(1)
+            bar.set_postfix_str("profiling the workload")
+            result, profile = profile_window(server, trace_dir, workload, recipe, progress=progress)
+            bar.update(1)
+            meta = provenance(
+                recipe=recipe, url=server.url, model=server.model, server_version=server_version(server.url)
+            )
+            log_path = server.log_path
+        bar.set_postfix_str("server stopped")
+        bar.update(2)
+    profile = with_meta(profile, meta, workload, result)
+    save(profile, out_dir / "profile.json")
+    return Capture(profile, result, trace_dir, log_path)
+
+
+def with_meta(profile: Profile, stamp: dict[str, Any], workload: CaptureWorkload, result: LoadResult) -> Profile:
+    """The profile with provenance, the workload and its load summary in `meta`."""
+    from dataclasses import replace
+
+    meta = {**profile.meta, "provenance": stamp, "workload": asdict(workload), "load": result.summary.flat()}
+    return replace(profile, meta=meta)
+
+
+def save(profile: Profile, path: Path) -> Path:
+    """Write the profile as JSON (its meta carries the provenance stamp)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(profile.to_dict(), indent=1, default=str))
+    return path

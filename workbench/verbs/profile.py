@@ -1,0 +1,113 @@
+"""`ascend-workbench profile`: where the time goes — capture a profile on a recipe's server, or read one.
+
+    ascend-workbench profile --recipe cpu-tiny --out runs/profiles/tiny [--json OUT]
+    ascend-workbench profile --recipe cpu-tiny --tensor-parallel-size 2
+    ascend-workbench profile --recipe cpu-tiny --graph-mode        # also eager vs compiled, fixed and mixed lengths
+    ascend-workbench profile PATH [--json OUT]                     # torch_npu / msprof / msprof-analyze / torch traces
+
+Prints the time shares per rank (with what they mean on this device), the verdicts with evidence and
+fix (docs/METHOD.md §12), the top ops and the host phases. A capture never leaves its server running.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from workbench.errors import WorkbenchError
+from workbench.profiling import capture as capturing
+from workbench.profiling import graph_mode
+from workbench.profiling.read import read_profile
+from workbench.profiling.report import format_report, write_json
+from workbench.profiling.verdicts import judge, load_thresholds
+from workbench.provenance import provenance
+from workbench.recipes import load_serving_recipe
+from workbench.settings import run_dir
+from workbench.verbs.serve import parse_env_pairs, terminate_as_interrupt
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "profile",
+        help="time shares (compute / communication / free), verdicts and top ops from a capture or a profile directory",
+        description="With --recipe: start the recipe's vLLM server with its profiler configured, profile a fixed "
+        "workload between /start_profile and /stop_profile, stop the server and analyse the traces. With PATH: "
+        "analyse an existing torch_npu (*_ascend_pt), msprof (mindstudio_profiler_output), msprof-analyze "
+        "(cluster_step_trace_time.csv) or torch.profiler (*.pt.trace.json[.gz]) output.",
+    )
+    parser.add_argument("path", nargs="?", type=Path, help="an existing profile directory or trace file to analyse")
+    parser.add_argument("--recipe", help="capture: a serving recipe (file or shipped name, e.g. cpu-tiny)")
+    parser.add_argument(
+        "--out", type=Path, help="capture: where traces and profile.json go (default runs/profiles/<recipe>-<time>)"
+    )
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the profile, verdicts and provenance as JSON")
+    parser.add_argument("--tensor-parallel-size", type=int, help="capture: override the recipe's tensor_parallel_size")
+    workload = parser.add_argument_group("workload (capture)")
+    default = capturing.CaptureWorkload()
+    workload.add_argument("--input-len", type=int, default=default.input_len, help="prompt tokens per request (exact)")
+    workload.add_argument("--output-len", type=int, default=default.output_len, help="output tokens per request")
+    workload.add_argument("--num-prompts", type=int, default=default.num_prompts, help="requests inside the window")
+    workload.add_argument("--concurrency", type=int, default=default.concurrency, help="requests in flight")
+    workload.add_argument("--warmup", type=int, default=default.warmup_requests, help="requests before the window")
+    parser.add_argument(
+        "--graph-mode",
+        action="store_true",
+        help="capture: also measure eager against compiled on fixed and mixed lengths",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="--graph-mode: measured runs per mode and workload")
+    parser.add_argument(
+        "--thresholds", type=Path, help="verdict thresholds (default recipes/profiling/thresholds.yaml)"
+    )
+    parser.add_argument("--top", type=int, default=10, help="how many ops to list")
+    parser.add_argument("--env", action="append", metavar="KEY=VALUE", help="extra environment for the server")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(handler=run)
+
+
+def _analyse(args: argparse.Namespace):
+    profile = read_profile(args.path)
+    stamp = {
+        "provenance": provenance(),
+        "analysed_here": "the stamp is the analysing machine's; the capture's "
+        "own stack is not recorded in the profile files",
+    }
+    return replace(profile, meta={**profile.meta, **stamp})
+
+
+def _capture(args: argparse.Namespace):
+    recipe = load_serving_recipe(args.recipe)
+    if args.tensor_parallel_size:
+        recipe = recipe.with_overrides(engine={"tensor_parallel_size": args.tensor_parallel_size})
+    workload = capturing.CaptureWorkload(
+        args.input_len, args.output_len, args.num_prompts, args.concurrency, args.warmup
+    )
+    out = args.out or run_dir("profiles", recipe.name, fresh=True)
+    env = parse_env_pairs(args.env)
+    with terminate_as_interrupt():
+        result = capturing.capture(recipe, out, workload, extra_env=env, progress=not args.no_progress)
+        print(
+            f"captured {len(result.profile.ranks)} rank(s) in {result.trace_dir}; load inside the window: "
+            f"{result.load.summary.output_throughput:.1f} output tok/s, {result.load.summary.failed} failed"
+        )
+        if args.graph_mode:
+            measured = graph_mode.measure(
+                recipe, repeats=args.repeats, extra_env=env, log_dir=Path(out), progress=not args.no_progress
+            )
+            print("graph mode (output tok/s, median of runs):")
+            print(measured.ratios().round(3).to_string(index=False))
+            print("\n".join(f"  {line}" for line in measured.conclusion()))
+    return result.profile
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.path is None) == (args.recipe is None):
+        raise WorkbenchError("give exactly one of PATH (analyse an existing profile) or --recipe R (capture one)")
+    if args.path is not None and args.graph_mode:
+        raise WorkbenchError("--graph-mode needs --recipe: it starts the recipe's server in eager and compiled mode")
+    profile = _analyse(args) if args.path is not None else _capture(args)
+    verdicts = judge(profile, load_thresholds(args.thresholds))
+    print(format_report(profile, verdicts, args.top))
+    if args.json:
+        print(f"written: {write_json(profile, verdicts, args.json)}")
+    return 0
