@@ -10,6 +10,10 @@
 Importing this package registers every attention op with the op registry: a native implementation
 (`paged`) and an NPU adapter (`npu`) for reshape_and_cache, prefill_attention,
 prefill_cache_hit_attention, paged_decode_attention and chunked_prefill_attention.
+
+`vllm_cpu_layout` runs the same native kernels on vLLM's CPU cache layout (the vLLM plugin's
+`vllm_cpu_kv_write` and `vllm_cpu_paged_attention`); it registers those two ops when imported, which
+the plugin does, so they are not listed in a process that never loads it.
 """
 
 from ascend_backend.attention import npu as _npu  # noqa: F401  (registers the NPU adapters)

@@ -17,6 +17,12 @@ is also the serving path, so it has to be fast as well as exact:
 
 Shapes: q/k/v rows are tokens packed sequence after sequence, `[num_tokens, heads, head_size]`;
 lengths arrive as int32 host tensors (the form CANN kernels take) and are read with `.tolist()`.
+
+One algorithm for every cache layout: the registered ops check their arguments against the backend's
+layout (`layout.py`) and call layout-free cores (`write_slots`, `decode_paged`, `attend_paged`) that take
+the key and value caches as two `[num_blocks, block_size, kv_heads, head_size]` views with any strides.
+The backend passes `kv_cache[0]` and `kv_cache[1]`; `vllm_cpu_layout` passes permuted views of vLLM's
+CPU cache, so the vLLM plugin's native path runs this same code.
 """
 
 from __future__ import annotations
@@ -88,10 +94,21 @@ def reshape_and_cache_native(
             raise ValueError(f"{name} is {tensor.dtype} but the KV cache is {kv_cache.dtype}; cast it first")
     if not kv_cache.is_contiguous():
         raise ValueError("kv_cache must be contiguous (allocate it with allocate_kv_cache)")
-    slots = kv_cache.view(2, dims.num_slots, dims.num_kv_heads, dims.head_size)
-    index = slot_mapping.to(device=kv_cache.device, dtype=torch.long)
-    slots[0].index_copy_(0, index, key)
-    slots[1].index_copy_(0, index, value)
+    write_slots(key, value, kv_cache[0], kv_cache[1], slot_mapping.to(device=kv_cache.device, dtype=torch.long))
+
+
+def write_slots(
+    key: torch.Tensor,          # [T, kv_heads, head_size], in the cache dtype
+    value: torch.Tensor,        # [T, kv_heads, head_size]
+    key_cache: torch.Tensor,    # [num_blocks, block_size, kv_heads, head_size], any strides; written in place
+    value_cache: torch.Tensor,  # same shape as key_cache
+    slots: torch.Tensor,        # [T] int64, every slot >= 0 (callers drop padding first)
+) -> None:
+    """Token t's key and value go to block slots[t] // block_size, offset slots[t] % block_size."""
+    block_size = key_cache.shape[1]
+    blocks, offsets = slots // block_size, slots % block_size
+    key_cache[blocks, offsets] = key
+    value_cache[blocks, offsets] = value
 
 
 # --------------------------------------------------------------------------------------------- decode
@@ -179,32 +196,49 @@ def paged_decode_attention_native(
     scale: float,
 ) -> torch.Tensor:               # [num_seqs, num_heads, head_size]
     dims = KVCacheDims.of(kv_cache)
-    group = _check_heads(query, dims)
+    _check_heads(query, dims)
     lens = [int(n) for n in context_lens.tolist()]
     _check_lengths(lens, block_tables, dims, "context_lens")
-    if fused_decode.use_fused(query.device, len(lens), max(lens), dims.num_kv_heads, dims.head_size):
-        q = (query.float() * scale).view(len(lens), dims.num_kv_heads, group, dims.head_size)
-        index = fused_decode.build_decode_index(block_tables, lens, dims.block_size, dims.num_blocks)
-        out = fused_decode.fused_decode(q, kv_cache[0], kv_cache[1], index)
+    return decode_paged(query, kv_cache[0], kv_cache[1], block_tables, lens, scale)
+
+
+def decode_paged(
+    query: torch.Tensor,         # [S, num_heads, head_size]
+    key_cache: torch.Tensor,     # [num_blocks, block_size, kv_heads, head_size], any strides
+    value_cache: torch.Tensor,   # same shape as key_cache
+    block_tables: torch.Tensor,  # [S, max_blocks] int32/int64
+    lens: list[int],             # [S] tokens in the cache per sequence, each >= 1
+    scale: float,
+    index: fused_decode.DecodeIndex | None = None,  # the fused kernel's token locations, if built already
+) -> torch.Tensor:               # [S, num_heads, head_size]
+    """Each sequence's one query over its whole cached context: the fused kernel where `use_fused`
+    says so, else the eager tiles. Arguments are trusted (the registered ops check them). `index` is
+    built once per engine step by the vLLM plugin; without it the fused path builds it here and vets
+    the block ids (its loads are not bounds-checked)."""
+    num_blocks, block_size, kv_heads, head_size = key_cache.shape
+    group = query.shape[1] // kv_heads
+    if fused_decode.use_fused(query.device, len(lens), max(lens), kv_heads, head_size):
+        q = (query.float() * scale).view(len(lens), kv_heads, group, head_size)
+        if index is None:
+            index = fused_decode.build_decode_index(block_tables, lens, block_size, num_blocks)
+        out = fused_decode.fused_decode(q, key_cache, value_cache, index)
         if out is not None:
             return out.view_as(query).to(query.dtype)
-    block_bytes = dims.block_size * dims.num_kv_heads * dims.head_size * 4
-    groups = plan_decode_tiles(lens, dims.block_size, max(1, DECODE_TILE_BYTES // block_bytes))
+    block_bytes = block_size * kv_heads * head_size * 4
+    groups = plan_decode_tiles(lens, block_size, max(1, DECODE_TILE_BYTES // block_bytes))
 
     # Work in length order so every tile is a contiguous row range; undo the order at the end.
     order = [s for tiles in groups for s in tiles[0].seqs]
     perm = torch.tensor(order, dtype=torch.long, device=query.device)
-    q_sorted = (query.index_select(0, perm).float() * scale).view(len(order), dims.num_kv_heads, group, -1)
+    q_sorted = (query.index_select(0, perm).float() * scale).view(len(order), kv_heads, group, head_size)
     tables = block_tables.index_select(0, perm.to(block_tables.device))
-    key_cache, value_cache = kv_cache[0], kv_cache[1]
-    out_sorted = torch.empty(len(order), dims.num_kv_heads, group, dims.head_size, dtype=torch.float32,
-                             device=query.device)
+    out_sorted = torch.empty(len(order), kv_heads, group, head_size, dtype=torch.float32, device=query.device)
     row = 0
     for tiles in groups:
         rows = slice(row, row + len(tiles[0].seqs))
         row = rows.stop
         parts = [
-            _attend_tile(q_sorted[rows], *_gather_tile(key_cache, value_cache, tables[rows], tile, lens, dims.block_size))
+            _attend_tile(q_sorted[rows], *_gather_tile(key_cache, value_cache, tables[rows], tile, lens, block_size))
             for tile in tiles
         ]
         out_sorted[rows] = parts[0][0] if len(parts) == 1 else _merge_by_lse(parts)
@@ -214,7 +248,7 @@ def paged_decode_attention_native(
 
 
 def _gather_tile(
-    key_cache: torch.Tensor,    # [num_blocks, block_size, kv_heads, head_size]
+    key_cache: torch.Tensor,    # [num_blocks, block_size, kv_heads, head_size], any strides
     value_cache: torch.Tensor,
     tables: torch.Tensor,       # [c, max_blocks] rows of the tile's sequences
     tile: DecodeTile,
@@ -226,7 +260,9 @@ def _gather_tile(
 
     Table entries past a sequence's own blocks (padding, or the tail of a shorter sequence in a tile
     of longer ones) are replaced by block 0 before the gather: they are read only to be masked, and
-    padding values in a block table carry no promise of being valid block ids.
+    padding values in a block table carry no promise of being valid block ids. The gathered values of
+    masked slots are zeroed: a weight of 0 does not cancel a NaN (0 * NaN = NaN), and a slot this
+    sequence never wrote may hold one left by an earlier request (vLLM reuses blocks uncleared).
     """
     c, first, count = len(tile.seqs), tile.first_block, tile.num_blocks
     valid = [min(lens[s] - first * block_size, count * block_size) for s in tile.seqs]
@@ -242,7 +278,9 @@ def _gather_tile(
     pad = None
     if min(valid) < tokens:
         slots = torch.arange(tokens, device=keys.device)
-        pad = (slots >= torch.tensor(valid, device=keys.device)[:, None]).unsqueeze(1)
+        past = slots >= torch.tensor(valid, device=keys.device)[:, None]  # [c, tokens]
+        values[past] = 0  # a fresh copy (index_select): only the masked rows are written
+        pad = past.unsqueeze(1)
     return keys, values, pad
 
 
@@ -316,10 +354,7 @@ def _paged_prefill(
     query: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor,
     query_lens: torch.Tensor, seq_lens: torch.Tensor, scale: float,
 ) -> torch.Tensor:
-    """New tokens attend to cached + new tokens, all read from the paged cache (already written).
-
-    Sequences with one new token go through the decode kernel together; longer ones one by one.
-    """
+    """The backend's PrefillCacheHit and ChunkedPrefill: checks, then `attend_paged` on its cache halves."""
     dims = KVCacheDims.of(kv_cache)
     _check_heads(query, dims)
     q_lens = [int(n) for n in query_lens.tolist()]
@@ -329,26 +364,48 @@ def _paged_prefill(
     bad = [i for i, (q, s) in enumerate(zip(q_lens, s_lens)) if not 1 <= q <= s]
     if bad:
         raise ValueError(f"sequence {bad[0]}: query_len {q_lens[bad[0]]} must be between 1 and seq_len {s_lens[bad[0]]}")
-    starts = [0]
-    for q in q_lens:
-        starts.append(starts[-1] + q)
-    out = torch.empty_like(query)
+    return attend_paged(query, kv_cache[0], kv_cache[1], block_tables, q_lens, s_lens, scale)
 
-    decodes = [i for i, q in enumerate(q_lens) if q == 1]
+
+def attend_paged(
+    query: torch.Tensor,         # [num_tokens, num_heads, head_size], sequences back to back
+    key_cache: torch.Tensor,     # [num_blocks, block_size, kv_heads, head_size], any strides, new K/V written
+    value_cache: torch.Tensor,   # same shape as key_cache
+    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32/int64
+    query_lens: list[int],       # [num_seqs] new tokens per sequence (the last ones of its context)
+    seq_lens: list[int],         # [num_seqs] cached + new tokens per sequence
+    scale: float,
+    out: torch.Tensor | None = None,  # [num_tokens, num_heads, head_size] to write into, or None
+    decode_index: fused_decode.DecodeIndex | None = None,  # locations of the one-token sequences' contexts
+) -> torch.Tensor:               # [num_tokens, num_heads, head_size] (`out` when given)
+    """New tokens attend causally to cached + new tokens, all read from the paged cache.
+
+    Sequences with one new token go through `decode_paged` together; longer ones one by one through
+    `_causal_attention`; sequences with no new token are skipped. Arguments are trusted.
+    """
+    decodes = [i for i, q in enumerate(query_lens) if q == 1]
+    if decodes and len(decodes) == len(query_lens):  # a pure decode step: rows are the sequences, in order
+        result = decode_paged(query, key_cache, value_cache, block_tables, seq_lens, scale, decode_index)
+        return result if out is None else out.copy_(result)
+    if out is None:
+        out = torch.empty_like(query)
+    starts = [0]
+    for q in query_lens:
+        starts.append(starts[-1] + q)
     if decodes:
         rows = torch.tensor([starts[i] for i in decodes], dtype=torch.long, device=query.device)
         seqs = torch.tensor(decodes, dtype=torch.long, device=block_tables.device)
-        out[rows] = paged_decode_attention_native(
-            query.index_select(0, rows), kv_cache, block_tables.index_select(0, seqs),
-            torch.tensor([s_lens[i] for i in decodes], dtype=torch.int32), scale,
+        out[rows] = decode_paged(
+            query.index_select(0, rows), key_cache, value_cache, block_tables.index_select(0, seqs),
+            [seq_lens[i] for i in decodes], scale, decode_index,
         )
-    for i, (q, s) in enumerate(zip(q_lens, s_lens)):
-        if q == 1:
+    block_size = key_cache.shape[1]
+    for i, (q, s) in enumerate(zip(query_lens, seq_lens)):
+        if q <= 1:
             continue
-        num_blocks = -(-s // dims.block_size)
-        table = block_tables[i, :num_blocks].to(torch.long)
-        keys = kv_cache[0].index_select(0, table).flatten(0, 1)[:s]    # [s, kv_heads, head_size]
-        values = kv_cache[1].index_select(0, table).flatten(0, 1)[:s]
+        table = block_tables[i, : -(-s // block_size)].to(torch.long)
+        keys = key_cache.index_select(0, table).flatten(0, 1)[:s]    # [s, kv_heads, head_size]
+        values = value_cache.index_select(0, table).flatten(0, 1)[:s]
         rows = slice(starts[i], starts[i + 1])
         out[rows] = _causal_attention(query[rows], keys, values, scale).to(out.dtype)
     return out

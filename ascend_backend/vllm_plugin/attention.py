@@ -3,7 +3,7 @@
 `CpuPlatform.get_attn_backend_cls` always answers `CPU_ATTN` (it ignores `--attention-backend`), so the
 plugin re-points that enum member at `AscendBackendAttentionBackend` with `register_backend`. The
 backend subclasses vLLM's CPU backend: same KV-cache shape and metadata, plus the step's inputs as a
-`PagedStep`, and an implementation that calls `paged_kernels` (registry ops `vllm_cpu_kv_write` and
+`PagedStep`, and an implementation that calls `attention.vllm_cpu_layout` (registry ops `vllm_cpu_kv_write` and
 `vllm_cpu_paged_attention`). Which implementation serves those ops is the registry's choice: vLLM's
 own C++ kernels when the plugin registered them (`vllm_kernels`, the default in a vLLM CPU engine),
 the native PyTorch kernels when forced (`ASCEND_BACKEND_FORCE_NATIVE`) or when vLLM's are absent.
@@ -30,8 +30,8 @@ from vllm.v1.attention.backends.cpu_attn import (
     CPUAttentionMetadataBuilder,
 )
 
-from ascend_backend.vllm_plugin import paged_kernels
-from ascend_backend.vllm_plugin.paged_kernels import PagedStep
+from ascend_backend.attention import vllm_cpu_layout
+from ascend_backend.attention.vllm_cpu_layout import PagedStep
 
 logger = logging.getLogger("vllm.ascend_backend.attention")
 
@@ -59,7 +59,6 @@ class AscendBackendMetadataBuilder(CPUAttentionMetadataBuilder):
             seq_lens=base.seq_lens,
             block_table=base.block_table,
             block_size=self.block_size,
-            dtype=self.dtype,
             scheduler_metadata=base.scheduler_metadata,
         )
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(CPUAttentionMetadata)}
@@ -107,7 +106,7 @@ class AscendBackendAttentionImpl(CPUAttentionBackendImpl):
             )
         tokens = attn_metadata.num_actual_tokens
         out = output[:tokens]
-        result = paged_kernels.paged_attention(query[:tokens], kv_cache, step, self.scale, out)
+        result = vllm_cpu_layout.paged_attention(query[:tokens], kv_cache, step, self.scale, out)
         if result is not out:  # an injected fault returned a corrupted copy
             out.copy_(result)
         return output
@@ -124,7 +123,7 @@ class AscendBackendAttentionImpl(CPUAttentionBackendImpl):
         if self.vllm_kernel_reason is not None:
             super().do_kv_cache_update(layer, key, value, kv_cache, slot_mapping)
             return
-        paged_kernels.kv_write(key, value, kv_cache, slot_mapping)
+        vllm_cpu_layout.kv_write(key, value, kv_cache, slot_mapping)
 
 
 class AscendBackendAttentionBackend(CPUAttentionBackend):

@@ -16,7 +16,7 @@ Which ops: those with a C++ kernel in vLLM's CPU build that beats our native cod
   vLLM itself runs PyTorch code for RMSNorm on x86, which Inductor fuses in compiled mode, while our
   operators must stay opaque there so that every call is dispatched and counted).
 `silu_and_mul` keeps the native path: vLLM's C++ kernel takes 61 µs where PyTorch takes 29 µs.
-The cache write and the attention are linked in the registry (see `paged_kernels`): vLLM packs the
+The cache write and the attention are linked in the registry (see `attention.vllm_cpu_layout`): vLLM packs the
 cache for its ISA, so they switch to native together.
 
 Never registered at import: only `install()`, which the plugin's `register()` calls in a vLLM
@@ -32,8 +32,8 @@ import torch
 from vllm import _custom_ops as ops
 
 import ascend_backend.ops  # noqa: F401  (registers the native ops this module adds kernels to)
+from ascend_backend.attention.vllm_cpu_layout import KV_WRITE_OP, PAGED_ATTENTION_OP, PagedStep
 from ascend_backend.registry import REGISTRY, Backend
-from ascend_backend.vllm_plugin.paged_kernels import KV_WRITE_OP, PAGED_ATTENTION_OP, PagedStep
 
 ROTARY_OP = "rotary_embedding"
 _KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)

@@ -61,12 +61,13 @@ class PagedBatch:
 
 def make_paged_batch(
     seq_lens: list[int], block_size: int, kv_heads: int, head_size: int, dtype: torch.dtype,
-    seed: int, spare_blocks: int = 3, padding: int | None = None,
+    seed: int, spare_blocks: int = 3, padding: int | None = None, unwritten: float = 0.0,
 ) -> PagedBatch:
     """Random K/V per sequence, placed in a cache whose blocks are handed out in shuffled order.
 
     Table rows are padded with `padding` (default: an id past the end of the cache), so a kernel
-    that reads padding entries fails loudly instead of silently reading block 0.
+    that reads padding entries fails loudly instead of silently reading block 0. Slots no sequence
+    writes hold `unwritten` (NaN shows a kernel that lets them reach its output).
     """
     gen = torch.Generator().manual_seed(seed)
     keys = [torch.randn(n, kv_heads, head_size, generator=gen).to(dtype) for n in seq_lens]
@@ -79,7 +80,7 @@ def make_paged_batch(
     for count in needed:
         tables.append(ids[start:start + count])
         start += count
-    kv_cache = torch.zeros(2, num_blocks, block_size, kv_heads, head_size, dtype=dtype)
+    kv_cache = torch.full((2, num_blocks, block_size, kv_heads, head_size), unwritten, dtype=dtype)
     for table, k, v in zip(tables, keys, values):
         for pos in range(k.shape[0]):
             kv_cache[0, table[pos // block_size], pos % block_size] = k[pos]

@@ -21,8 +21,8 @@ def eager_only(monkeypatch):
     monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "off")
 
 
-def run_decode(seq_lens, block_size, kv_heads, group, head_size, dtype, seed=0):
-    batch = make_paged_batch(seq_lens, block_size, kv_heads, head_size, dtype, seed)
+def run_decode(seq_lens, block_size, kv_heads, group, head_size, dtype, seed=0, unwritten=0.0):
+    batch = make_paged_batch(seq_lens, block_size, kv_heads, head_size, dtype, seed, unwritten=unwritten)
     gen = torch.Generator().manual_seed(seed + 1)
     query = torch.randn(len(seq_lens), kv_heads * group, head_size, generator=gen).to(dtype)
     scale = head_size ** -0.5
@@ -68,6 +68,13 @@ def test_sequences_longer_than_a_tile_are_merged_exactly(dtype, monkeypatch, eag
 def test_padding_entries_of_the_block_table_are_never_used(decode_path):
     # make_paged_batch pads rows with an id past the cache; a read of it would raise
     run_decode([1, 200], block_size=16, kv_heads=2, group=2, head_size=16, dtype=torch.float32)
+
+
+def test_slots_never_written_may_hold_nan_without_reaching_the_output(decode_path):
+    # block tails and spare blocks hold NaN (a reused block keeps an earlier request's values); a
+    # masked slot must get weight 0 without its value being multiplied in (0 * NaN = NaN)
+    run_decode([5, 40, 17], block_size=16, kv_heads=2, group=2, head_size=32, dtype=torch.bfloat16,
+               unwritten=float("nan"))
 
 
 def test_tile_plan_groups_by_length_and_splits_long_sequences():

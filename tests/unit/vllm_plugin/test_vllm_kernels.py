@@ -2,7 +2,7 @@
 
 These are real kernels running here (vLLM's CPU build), so they are checked like the native paths:
 against the float64 formulas of the native tests. (Attention and the cache write on this backend are
-covered with the native ones in test_paged_kernels.)
+covered with the native ones in tests/unit/attention/test_vllm_cpu_layout.py.)
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import torch
 pytest.importorskip("vllm")
 
 from ascend_backend import ops  # noqa: E402
+from ascend_backend.attention import vllm_cpu_layout as layout  # noqa: E402
 from ascend_backend.registry import REGISTRY, Backend  # noqa: E402
-from ascend_backend.vllm_plugin import paged_kernels as pk  # noqa: E402
 from ascend_backend.vllm_plugin import vllm_kernels  # noqa: E402
 from tests.unit.test_ops_native import as64, assert_close, rand, rope_reference  # noqa: E402
 
@@ -34,7 +34,7 @@ def installed(monkeypatch):
 
 
 def test_install_is_idempotent_and_uninstall_restores_native(installed):
-    assert set(installed) == {"rotary_embedding", pk.KV_WRITE_OP, pk.PAGED_ATTENTION_OP, "rms_norm", "add_rms_norm"}
+    assert set(installed) == {"rotary_embedding", layout.KV_WRITE_OP, layout.PAGED_ATTENTION_OP, "rms_norm", "add_rms_norm"}
     assert vllm_kernels.install() == installed
     for op in installed:
         assert REGISTRY.select(op, "cpu").backend is Backend.VLLM_CPU
@@ -82,11 +82,11 @@ def test_rotary_call_the_kernel_cannot_take_runs_native_and_says_why(installed, 
     assert_close(q_out, rope_reference(as64(q), [1, 2, 3], 64, 64, 10000.0, True), torch.bfloat16)
 
 
-@pytest.mark.parametrize("forced", [pk.KV_WRITE_OP, pk.PAGED_ATTENTION_OP])
+@pytest.mark.parametrize("forced", [layout.KV_WRITE_OP, layout.PAGED_ATTENTION_OP])
 def test_forcing_either_linked_op_native_moves_both(installed, monkeypatch, forced):
     monkeypatch.setenv("ASCEND_BACKEND_FORCE_NATIVE", forced)
     REGISTRY.override("*", None)  # recompute the choices under the new environment
-    other = pk.PAGED_ATTENTION_OP if forced == pk.KV_WRITE_OP else pk.KV_WRITE_OP
+    other = layout.PAGED_ATTENTION_OP if forced == layout.KV_WRITE_OP else layout.KV_WRITE_OP
     assert REGISTRY.select(forced, "cpu").backend is Backend.NATIVE
     partner = REGISTRY.select(other, "cpu")
     assert partner.backend is Backend.NATIVE and f"linked to {forced}" in partner.reason

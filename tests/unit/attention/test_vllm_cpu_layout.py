@@ -1,4 +1,4 @@
-"""Paged kernels on vLLM's CPU cache layout, against a float64 attention written from scratch.
+"""Paged attention on vLLM's CPU cache layout (`vllm_cpu_layout`) against the float64 reference.
 
 The attention tests run on every implementation of the two linked ops: the native path (eager and
 Inductor-fused decode) and vLLM's own C++ kernels (the `vllm_cpu` backend the plugin registers in an
@@ -7,13 +7,12 @@ engine), each writing its cache through its own `kv_write` and read back by its 
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
+from ascend_backend.attention import vllm_cpu_layout as layout
 from ascend_backend.registry import REGISTRY
-from ascend_backend.vllm_plugin import paged_kernels as pk
+from tests.unit.attention.reference import dense_attention_f64
 
 BLOCK = 32
 
@@ -26,7 +25,7 @@ def kernel(request, monkeypatch):
         from ascend_backend.vllm_plugin import vllm_kernels
 
         vllm_kernels.install()
-        assert REGISTRY.select(pk.PAGED_ATTENTION_OP, "cpu").backend.value == "vllm_cpu"
+        assert REGISTRY.select(layout.PAGED_ATTENTION_OP, "cpu").backend.value == "vllm_cpu"
         yield request.param
         vllm_kernels.uninstall()
         return
@@ -38,27 +37,9 @@ def kernel(request, monkeypatch):
         assert fused_decode.failure() is None, f"the fused kernel did not compile: {fused_decode.failure()}"
 
 
-def step_of(starts, seq_lens, table, dtype=torch.float32) -> pk.PagedStep:
+def step_of(starts, seq_lens, table) -> layout.PagedStep:
     """The step's inputs as vLLM's builder hands them over (int32 tensors)."""
-    return pk.PagedStep(torch.as_tensor(starts).int(), torch.as_tensor(seq_lens).int(), table.int(), BLOCK, dtype)
-
-
-def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
-    """q: [q, Hq, D] for the last q positions of a context k, v: [L, Hk, D] -> [q, Hq, D], float64 loops."""
-    q, k, v = q.double(), k.double(), v.double()
-    q_len, q_heads, _ = q.shape
-    ctx, kv_heads, _ = k.shape
-    group = q_heads // kv_heads
-    out = torch.zeros(q.shape, dtype=torch.float64)
-    for j in range(q_len):
-        pos = ctx - q_len + j
-        for h in range(q_heads):
-            scores = [scale * float(q[j, h] @ k[t, h // group]) for t in range(pos + 1)]
-            top = max(scores)
-            weights = [math.exp(s - top) for s in scores]
-            total = sum(weights)
-            out[j, h] = sum(w / total * v[t, h // group] for t, w in enumerate(weights))
-    return out
+    return layout.PagedStep(torch.as_tensor(starts).int(), torch.as_tensor(seq_lens).int(), table.int(), BLOCK)
 
 
 def fill_cache(
@@ -78,7 +59,7 @@ def fill_cache(
         blocks = [free.pop() for _ in range(-(-k.shape[0] // BLOCK))]
         table[r, : len(blocks)] = torch.tensor(blocks)
         slots = torch.tensor([blocks[t // BLOCK] * BLOCK + t % BLOCK for t in range(k.shape[0])])
-        pk.kv_write(k, v, cache, slots)
+        layout.kv_write(k, v, cache, slots)
     return cache, table
 
 
@@ -87,7 +68,7 @@ def test_kv_write_puts_token_at_block_and_offset_of_its_slot_and_skips_padding()
     key = torch.arange(3 * 2 * 8, dtype=torch.float32).reshape(3, 2, 8) + 1
     value = -key
     # slot 72 = block 2, offset 8 (the module docstring's worked example); slot -1 is padding.
-    pk.kv_write(key, value, cache, torch.tensor([72, -1, 5]))
+    layout.kv_write(key, value, cache, torch.tensor([72, -1, 5]))
     split = cache.view(4, 2, 2, BLOCK, 8)
     assert torch.equal(split[2, :, 0, 8], key[0]) and torch.equal(split[2, :, 1, 8], value[0])
     assert torch.equal(split[0, :, 0, 5], key[2]) and torch.equal(split[0, :, 1, 5], value[2])
@@ -97,7 +78,7 @@ def test_kv_write_puts_token_at_block_and_offset_of_its_slot_and_skips_padding()
 def test_kv_write_matches_vllm_split_of_the_same_tensor():
     cache = torch.zeros(3, 2, BLOCK, 2 * 4)
     key, value = torch.randn(1, 2, 4), torch.randn(1, 2, 4)
-    pk.kv_write(key, value, cache, torch.tensor([BLOCK + 3]))
+    layout.kv_write(key, value, cache, torch.tensor([BLOCK + 3]))
     key_cache, value_cache = cache.view(3, 2, 2 * BLOCK, 4).chunk(2, dim=2)  # what vLLM's CPU backend reads
     assert torch.equal(key_cache[1, :, 3], key[0]) and torch.equal(value_cache[1, :, 3], value[0])
 
@@ -106,7 +87,7 @@ def test_kv_write_matches_vllm_split_of_the_same_tensor():
 def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_heads, kv_heads, kernel):
     torch.manual_seed(1)
     head_size = 32  # a head size vLLM's CPU kernel supports (16 is not)
-    # decodes at 1, 45 and 64; fresh prefills of 40 and 7 (batched, padded); a chunk of 5 ending at 37
+    # decodes at 1, 45 and 64; prompts of 40 and 7 with nothing cached; a chunk of 5 ending at 37
     ctx_lens = [1, 45, 40, 37, 64, 7]
     q_lens = [1, 1, 40, 5, 1, 7]
     contexts = [(torch.randn(n, kv_heads, head_size), torch.randn(n, kv_heads, head_size)) for n in ctx_lens]
@@ -118,14 +99,14 @@ def test_mixed_batch_of_decodes_prefill_and_chunked_prefill_matches_float64(q_he
     starts = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)))
     step = step_of(starts, ctx_lens, table)
     plan = step.plan
-    assert [s.start for s in plan.prefills] == [42] and plan.decode_tokens.tolist() == [0, 1, 47]
-    assert plan.fresh.tokens.tolist() == list(range(2, 42)) + list(range(48, 55))
+    assert plan.query_lens == q_lens and plan.seq_lens == ctx_lens
+    assert plan.decode_index.num_seqs == 3  # the decodes at 1, 45 and 64, for the fused kernel
     scale = head_size**-0.5
-    out = pk.paged_attention(query, cache, step, scale)
+    out = layout.paged_attention(query, cache, step, scale)
     assert not out.isnan().any()  # no unwritten (NaN) slot leaked into any result
     for r, ((k, v), q_len) in enumerate(zip(contexts, q_lens, strict=True)):
         got = out[starts[r] : starts[r] + q_len]
-        want = reference_attention(query[starts[r] : starts[r] + q_len], k, v, scale)
+        want = dense_attention_f64(query[starts[r] : starts[r] + q_len], k, v, scale)
         torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
 
 
@@ -134,10 +115,9 @@ def test_bfloat16_cache_stays_close_to_float64(kernel):
     contexts = [(torch.randn(40, 2, 32).bfloat16(), torch.randn(40, 2, 32).bfloat16())]
     cache, table = fill_cache(contexts, 2, 32, num_blocks=4, dtype=torch.bfloat16, unwritten=0.0)
     query = torch.randn(1, 4, 32)
-    out = pk.paged_attention(query.bfloat16(), cache, step_of([0, 1], [40], table, torch.bfloat16), 32**-0.5)
+    out = layout.paged_attention(query.bfloat16(), cache, step_of([0, 1], [40], table), 32**-0.5)
     assert out.dtype == torch.bfloat16
-    k, v = (t.bfloat16().double() for t in contexts[0])
-    want = reference_attention(query.bfloat16().double(), k, v, 32**-0.5)
+    want = dense_attention_f64(query.bfloat16(), *contexts[0], 32**-0.5)
     torch.testing.assert_close(out.double(), want, atol=3e-2, rtol=3e-2)
 
 
@@ -147,15 +127,15 @@ def test_calls_are_counted_and_a_fault_on_attention_reaches_the_output(kernel):
     cache, table = fill_cache(contexts, 1, 32, num_blocks=2, unwritten=0.0)
     step = step_of([0, 1], [3], table)
     out = torch.zeros(1, 1, 32)
-    with REGISTRY.inject(pk.PAGED_ATTENTION_OP, "nan", call=2) as fault:
-        first = pk.paged_attention(torch.randn(1, 1, 32), cache, step, 0.3, out)
-        second = pk.paged_attention(torch.randn(1, 1, 32), cache, step, 0.3, out)
+    with REGISTRY.inject(layout.PAGED_ATTENTION_OP, "nan", call=2) as fault:
+        first = layout.paged_attention(torch.randn(1, 1, 32), cache, step, 0.3, out)
+        second = layout.paged_attention(torch.randn(1, 1, 32), cache, step, 0.3, out)
     assert first is out and second is not out  # results land in `out`; a fault returns a corrupted copy
     assert not out.isnan().any() and second.isnan().all() and fault.fired == 1
     backend = "vllm_cpu" if kernel == "vllm_cpu" else "native"
     stats = REGISTRY.stats()
-    assert stats[pk.PAGED_ATTENTION_OP] == {backend: 2, "faulted": 1}
-    assert stats[pk.KV_WRITE_OP] == {backend: 1}
+    assert stats[layout.PAGED_ATTENTION_OP] == {backend: 2, "faulted": 1}
+    assert stats[layout.KV_WRITE_OP] == {backend: 1}
     REGISTRY.reset_stats()
 
 
@@ -176,7 +156,7 @@ def test_native_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, 
     for r, n in enumerate(lens):
         k, v = torch.randn(n, kv_heads, head_size, dtype=dtype), torch.randn(n, kv_heads, head_size, dtype=dtype)
         slots = torch.tensor([int(table[r, t // BLOCK]) * BLOCK + t % BLOCK for t in range(n)])
-        pk.kv_write(k, v, ours, slots)
+        layout.kv_write(k, v, ours, slots)
         vllm_ops.cpu_attn_reshape_and_cache(k, v, key_cache, value_cache, slots, isa)
     q_lens = [1, 1, 4]  # two decodes and a 4-token chunk at the end of a 33-token context
     query = torch.randn(sum(q_lens), q_heads, head_size, dtype=dtype)
@@ -190,5 +170,5 @@ def test_native_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, 
         query=query, key_cache=key_cache, value_cache=value_cache, output=want, query_start_loc=starts,
         seq_lens=seq_lens, scale=head_size**-0.5, causal=True, alibi_slopes=None, sliding_window=-1,
         block_table=table, softcap=0, scheduler_metadata=metadata, s_aux=None)
-    got = pk.paged_attention(query, ours, step_of(starts, seq_lens, table, dtype), head_size**-0.5)
+    got = layout.paged_attention(query, ours, step_of(starts, seq_lens, table), head_size**-0.5)
     torch.testing.assert_close(got.float(), want.float(), atol=tol, rtol=tol)
