@@ -114,9 +114,7 @@ def paged_attention(
 
 
 @REGISTRY.register(KV_WRITE_OP, Backend.NATIVE, doc="write K/V of new tokens into vLLM's CPU paged cache (in place)")
-def kv_write_native(
-    key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
-) -> None:
+def kv_write_native(key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
     count = slot_mapping.shape[0]
     slots = slot_mapping.long()
     key, value = key[:count], value[:count]  # [T', Hk, D]
@@ -128,7 +126,8 @@ def kv_write_native(
 
 
 @REGISTRY.register(
-    PAGED_ATTENTION_OP, Backend.NATIVE,
+    PAGED_ATTENTION_OP,
+    Backend.NATIVE,
     doc="causal attention over vLLM's CPU paged cache (decodes batched, prefills and chunks per request)",
 )
 def paged_attention_native(
@@ -137,6 +136,13 @@ def paged_attention_native(
     plan = step.plan
     key_cache, value_cache = cache_views(kv_cache)
     return paged.attend_paged(
-        query, key_cache, value_cache, step.block_table, plan.query_lens, plan.seq_lens, scale,
-        out=out, decode_index=plan.decode_index,
+        query,
+        key_cache,
+        value_cache,
+        step.block_table,
+        plan.query_lens,
+        plan.seq_lens,
+        scale,
+        out=out,
+        decode_index=plan.decode_index,
     )

@@ -43,7 +43,12 @@ def step_of(starts, seq_lens, table) -> layout.PagedStep:
 
 
 def fill_cache(
-    contexts, kv_heads: int, head_size: int, num_blocks: int, seed: int = 0, dtype=torch.float32,
+    contexts,
+    kv_heads: int,
+    head_size: int,
+    num_blocks: int,
+    seed: int = 0,
+    dtype=torch.float32,
     unwritten: float = float("nan"),
 ):
     """Write each request's K/V through `kv_write` into scattered blocks; returns cache, block table.
@@ -163,12 +168,34 @@ def test_native_attention_agrees_with_vllm_cpu_kernel_on_the_same_tokens(dtype, 
     starts = torch.tensor([0, 1, 2, 6], dtype=torch.int32)
     seq_lens = torch.tensor(lens, dtype=torch.int32)
     metadata = vllm_ops.cpu_attn_get_scheduler_metadata(
-        num_reqs=3, num_heads=q_heads, num_kv_heads=kv_heads, head_dim=head_size, seq_lens=seq_lens, dtype=dtype,
-        query_start_loc=starts, causal=True, sliding_window_size=-1, isa=isa, enable_kv_split=False)
+        num_reqs=3,
+        num_heads=q_heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_size,
+        seq_lens=seq_lens,
+        dtype=dtype,
+        query_start_loc=starts,
+        causal=True,
+        sliding_window_size=-1,
+        isa=isa,
+        enable_kv_split=False,
+    )
     want = torch.empty_like(query)
     vllm_ops.cpu_attention_with_kv_cache(
-        query=query, key_cache=key_cache, value_cache=value_cache, output=want, query_start_loc=starts,
-        seq_lens=seq_lens, scale=head_size**-0.5, causal=True, alibi_slopes=None, sliding_window=-1,
-        block_table=table, softcap=0, scheduler_metadata=metadata, s_aux=None)
+        query=query,
+        key_cache=key_cache,
+        value_cache=value_cache,
+        output=want,
+        query_start_loc=starts,
+        seq_lens=seq_lens,
+        scale=head_size**-0.5,
+        causal=True,
+        alibi_slopes=None,
+        sliding_window=-1,
+        block_table=table,
+        softcap=0,
+        scheduler_metadata=metadata,
+        s_aux=None,
+    )
     got = layout.paged_attention(query, ours, step_of(starts, seq_lens, table), head_size**-0.5)
     torch.testing.assert_close(got.float(), want.float(), atol=tol, rtol=tol)
