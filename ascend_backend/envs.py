@@ -111,6 +111,14 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "(<prefix>.<pid>.json), so call counts can be read from outside a server.",
     ),
     EnvVar(
+        "ASCEND_BACKEND_DUMP",
+        "",
+        str,
+        "Record module outputs of a vLLM engine's model in the workbench dump format (vllm_plugin.dump), e.g. "
+        "'dir=/tmp/engine-dump;steps=4;modules=model.layers.*,logits_processor;layers=0-3;mode=tensors' (or just a "
+        "directory: every module, one step). Needs an eager engine (--enforce-eager); stops after the steps.",
+    ),
+    EnvVar(
         "ASCEND_BACKEND_FUSED_DECODE",
         "auto",
         _auto_on_off("ASCEND_BACKEND_FUSED_DECODE"),

@@ -20,7 +20,9 @@ What `register()` does in each process:
 5. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5'), so a workbench tool can
    break exactly one op inside a real server;
 6. when ASCEND_BACKEND_STATS_FILE=<prefix> is set, keeps `<prefix>.<pid>.json` up to date with op call
-   counts (`stats`; read them with `stats.read_op_stats(prefix)`).
+   counts (`stats`; read them with `stats.read_op_stats(prefix)`);
+7. when ASCEND_BACKEND_DUMP is set, records module outputs of the engine's model for its first forward
+   steps in the workbench dump format (`dump`), on every platform (vllm-ascend's engines included).
 
 Switches: `VLLM_PLUGINS` (vLLM's allow-list; `VLLM_PLUGINS=""` loads no plugin) and
 ASCEND_BACKEND_DISABLED_OPS (op names such as `rms_norm,attention`, or `all`) to keep vLLM's own layer
@@ -68,10 +70,15 @@ def register() -> None:
     prefix = envs.ASCEND_BACKEND_STATS_FILE
     if prefix:
         start_stats_writer(prefix)
+    dump_spec = envs.ASCEND_BACKEND_DUMP
+    if dump_spec:
+        from ascend_backend.vllm_plugin.dump import install_dump_hook
+
+        install_dump_hook(dump_spec)
     logger.info(
-        "ascend_backend plugin: %s; overrides: %s; kernels: %s; faults: %s; stats: %s",
+        "ascend_backend plugin: %s; overrides: %s; kernels: %s; faults: %s; stats: %s; dump: %s",
         plan.note, ", ".join(installed) or "none", kernels,
-        "; ".join(f"{h.spec.op}:{h.spec.kind.value}" for h in faults) or "none", prefix or "off",
+        "; ".join(f"{h.spec.op}:{h.spec.kind.value}" for h in faults) or "none", prefix or "off", dump_spec or "off",
     )
 
 

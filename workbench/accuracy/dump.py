@@ -16,16 +16,23 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from workbench.accuracy.dump_format import MANIFEST_FILE, DumpHeader, DumpMode, DumpWriter, WorkbenchDump
+from workbench.accuracy.dump_format import (
+    MANIFEST_FILE,
+    DumpHeader,
+    DumpMode,
+    WorkbenchDump,
+    any_nonfinite,
+    open_writer,
+    stack_versions,
+    tensors_in,
+)
 from workbench.accuracy.msprobe_dump import MsprobeDump, find_dump_json
 from workbench.errors import WorkbenchError
 
@@ -40,31 +47,6 @@ class CaptureSummary:
     record_count: int
     hooked_modules: tuple[str, ...]
     mode: DumpMode
-
-
-def _tensors_in(value: object) -> list[torch.Tensor]:
-    """Tensors in a module's output or inputs, depth first (tuples, lists, dicts and HF ModelOutputs)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, Mapping):
-        return [t for item in value.values() for t in _tensors_in(item)]
-    if isinstance(value, list | tuple):
-        return [t for item in value for t in _tensors_in(item)]
-    return []
-
-
-def _any_nonfinite(tensors: Sequence[torch.Tensor]) -> bool:
-    return any(t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()) for t in tensors)
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version(), "torch": torch.__version__}
-    for dist in ("transformers", "ascend-porting-workbench", "torch-npu", "vllm"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
 
 
 def select_modules(model: nn.Module, patterns: Sequence[str]) -> list[tuple[str, nn.Module]]:
@@ -114,17 +96,17 @@ def capture_dump(
         model=model_description or type(model).__name__,
         device=_model_device(model),
         module_patterns=tuple(module_patterns),
-        versions=_versions(),
+        versions=stack_versions(),
     )
-    writer = DumpWriter(out_dir, header)
+    writer = open_writer(out_dir, header)
     calls: dict[str, int] = {}
 
     def make_hook(name: str):
         def hook(module: nn.Module, args: tuple, kwargs: dict, output: object) -> None:
             call = calls.get(name, 0)
             calls[name] = call + 1
-            inputs_bad = _any_nonfinite(_tensors_in(args) + _tensors_in(kwargs))
-            for index, tensor in enumerate(_tensors_in(output)):
+            inputs_bad = any_nonfinite(tensors_in(args) + tensors_in(kwargs))
+            for index, tensor in enumerate(tensors_in(output)):
                 writer.add(name, call, index, tensor, inputs_bad)
 
         return hook
