@@ -221,6 +221,23 @@ class KVCachePlan:
     warnings: tuple[str, ...]
 
 
+NPU_UTILIZATION_CEILING = 0.95  # CANN's runtime, HCCL buffers and graph compilation need the rest (docs/METHOD.md §11)
+
+
+def utilization_warning(target: CacheTarget, utilization: float) -> str | None:
+    """The warning for a `--gpu-memory-utilization` that leaves the NPU runtime too little, else None.
+
+    The one statement of this rule: `plan_kv_cache` adds it to a plan, and the workbench's recipe and
+    sweep loaders warn with it when a recipe or a sweep point sets such a value.
+    """
+    if target is CacheTarget.NPU and utilization > NPU_UTILIZATION_CEILING:
+        return (
+            f"--gpu-memory-utilization {utilization} is above {NPU_UTILIZATION_CEILING} on an NPU: the CANN runtime "
+            "and graph compilation allocate outside PyTorch and may run out of memory; use 0.9-0.95"
+        )
+    return None
+
+
 def blocks_per_sequence(max_model_len: int, block_size: int) -> int:
     """ceil(max_model_len / block_size): the last block of a sequence is rounded up to a whole block."""
     return -(-max_model_len // block_size)
@@ -246,11 +263,9 @@ def plan_kv_cache(
     if rule_problem is not None:
         raise KVCacheMemoryError(rule_problem)
     warnings: list[str] = []
-    if target is CacheTarget.NPU and budget.utilization > 0.95:
-        warnings.append(
-            f"--gpu-memory-utilization {budget.utilization} is above 0.95 on an NPU: the CANN runtime and "
-            "graph compilation allocate outside PyTorch and may run out of memory; use 0.9-0.95"
-        )
+    utilization_problem = utilization_warning(target, budget.utilization)
+    if utilization_problem is not None:
+        warnings.append(utilization_problem)
     kv_bytes = budget.kv_cache_bytes()
     if kv_bytes <= 0:
         raise KVCacheMemoryError(_no_memory_message(budget, kv_bytes, max_model_len, max_num_seqs))

@@ -14,10 +14,11 @@ import enum
 import hashlib
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from workbench.recipes.reader import Frozen, load_recipe_file, resolve_recipe_path, validate_recipe
 from workbench.settings import recipes_dir
@@ -111,6 +112,39 @@ class EngineArgs(Frozen):
         return tuple(args) + self.extra_args
 
 
+class EngineDump(Frozen):
+    """`dump:` — record the engine's module outputs for its first forward steps (docs/METHOD.md §8).
+
+    The launcher turns it into ASCEND_BACKEND_DUMP for the vLLM plugin (`ascend_backend.vllm_plugin.dump`),
+    which records on any platform; `compare-dumps` then holds the dump against a float32 reference.
+
+        dump:
+          dir: runs/dumps/engine        # a new directory; relative to where the server is launched
+          steps: 4                      # forward steps: the prompt's prefill, then one per decoded token
+          modules: ["model.layers.*", "logits_processor"]   # fnmatch on vLLM's module names
+          layers: [0, 1]                # decoder layers to keep (default: all)
+          stats_only: false             # true: Max/Min/Mean/Norm only (big models)
+    """
+
+    dir: Path
+    steps: int = Field(1, ge=1)
+    modules: tuple[str, ...] = Field(("*",), min_length=1)
+    layers: tuple[Annotated[int, Field(ge=0)], ...] | None = None
+    stats_only: bool = False
+
+    def env_value(self) -> str:
+        """The ASCEND_BACKEND_DUMP value (the directory made absolute, so the engine finds it from any cwd)."""
+        from ascend_backend.dump_format import DumpMode
+        from ascend_backend.vllm_plugin.dump import DumpRequest
+
+        request = DumpRequest(
+            self.dir.expanduser().resolve(), self.steps, self.modules,
+            frozenset(self.layers) if self.layers is not None else None,
+            DumpMode.STATS if self.stats_only else DumpMode.TENSORS,
+        )  # fmt: skip
+        return request.to_env()
+
+
 class ServingRecipe(Frozen):
     """One vLLM OpenAI-compatible server: model, precision, context, engine args, environment.
 
@@ -128,7 +162,17 @@ class ServingRecipe(Frozen):
     startup_timeout_s: float = Field(300.0, gt=0)
     engine: EngineArgs = EngineArgs()
     env: dict[str, str] = {}
+    dump: EngineDump | None = None
     source: Path | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _dump_needs_eager(self) -> ServingRecipe:
+        if self.dump is not None and self.engine.enforce_eager is not True:
+            raise ValueError(
+                "dump: recording module outputs needs an eager engine (captured graphs skip the hooks); "
+                "set engine.enforce_eager: true"
+            )
+        return self
 
     @field_validator("env", mode="before")
     @classmethod
@@ -207,7 +251,47 @@ def resolve_serving_path(name_or_path: str | Path) -> Path:
     return resolve_recipe_path(serving_dir(), name_or_path, "serving recipe")
 
 
+class RecipeWarning(UserWarning):
+    """A recipe or sweep setting that starts but works against docs/METHOD.md (shown, never fatal)."""
+
+
+_CACHE_TARGETS = {Device.NPU: "npu", Device.CPU: "cpu", Device.CUDA: "cuda"}
+
+
+def recipe_warnings(recipe: ServingRecipe) -> tuple[str, ...]:
+    """What the method warns about in this recipe, in words that name the field.
+
+    Today: `engine.gpu_memory_utilization` above the NPU ceiling (docs/METHOD.md §11), as stated by
+    `ascend_backend.kv_cache.sizing.utilization_warning` (the one statement of that rule).
+    """
+    from ascend_backend.kv_cache.sizing import CacheTarget, utilization_warning
+
+    found = []
+    utilization = recipe.engine.gpu_memory_utilization
+    if utilization is not None:
+        problem = utilization_warning(CacheTarget(_CACHE_TARGETS[recipe.device]), utilization)
+        if problem is not None:
+            found.append(f"engine.gpu_memory_utilization: {problem} (docs/METHOD.md §11)")
+    return tuple(found)
+
+
+def warn_about_recipe(recipe: ServingRecipe, where: str | Path) -> tuple[str, ...]:
+    """Emit each of `recipe_warnings` as a RecipeWarning prefixed with `where` (file or sweep point); return them."""
+    messages = tuple(f"{where}: {message}" for message in recipe_warnings(recipe))
+    for message in messages:
+        warnings.warn(message, RecipeWarning, stacklevel=3)
+    return messages
+
+
 def load_serving_recipe(name_or_path: str | Path) -> ServingRecipe:
-    """Read and validate a serving recipe file; any problem is one WorkbenchError naming file and key."""
+    """Read and validate a serving recipe file; any problem is one WorkbenchError naming file and key.
+
+    Settings that start but go against the method (e.g. gpu_memory_utilization above 0.95 on an NPU)
+    are emitted as `RecipeWarning`s.
+    """
     path = resolve_serving_path(name_or_path)
-    return load_recipe_file(ServingRecipe, path, what="serving recipe", required="'name' and 'model'", name_from_file=True)
+    recipe = load_recipe_file(
+        ServingRecipe, path, what="serving recipe", required="'name' and 'model'", name_from_file=True
+    )
+    warn_about_recipe(recipe, path)
+    return recipe

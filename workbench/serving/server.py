@@ -133,6 +133,8 @@ def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[s
         explicit_budget = recipe.engine.kv_cache_memory_bytes or recipe.engine.gpu_memory_utilization
         if not explicit_budget:
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"
+    if recipe.dump is not None:  # the vLLM plugin records the engine's module outputs (vllm_plugin.dump)
+        env["ASCEND_BACKEND_DUMP"] = recipe.dump.env_value()
     env.update(recipe.env)
     env.update(extra_env or {})
     if recipe.device is Device.CPU and recipe.engine.kv_cache_memory_bytes:

@@ -358,8 +358,27 @@ def load_sweep_spec(name_or_path: str | Path) -> SweepSpec:
     )
     base = load_base_recipe(spec)
     check_budget_keys(spec, base)
-    expand(spec, base)  # every configuration must make a valid recipe: fail now, not at point 7
+    points = expand(spec, base)  # every configuration must make a valid recipe: fail now, not at point 7
+    warn_about_sweep(spec, base, points)
     return spec
+
+
+def warn_about_sweep(spec: SweepSpec, base: ServingRecipe, points: list[SweepPoint]) -> tuple[str, ...]:
+    """RecipeWarnings for every server configuration (and adaptive budget) the method warns about.
+
+    Uses the serving recipes' own check (`recipe_warnings`), so a sweep point and a recipe file with the
+    same setting get the same warning; each message names the spec and the point's swept values.
+    """
+    from workbench.recipes.serving import warn_about_recipe
+
+    where = spec.source or spec.name
+    found: list[str] = []
+    for point in {p.server_key: p for p in points}.values():
+        found += warn_about_recipe(point.recipe, f"{where}: point {point.params_dict or 'base'}")
+    for value in spec.adaptive.gpu_memory_utilization if spec.adaptive else ():
+        budget = base.with_overrides(engine={"gpu_memory_utilization": value})
+        found += warn_about_recipe(budget, f"{where}: adaptive.gpu_memory_utilization {value}")
+    return tuple(found)
 
 
 def parse_sweep_spec(data: dict[str, Any], path: Path) -> SweepSpec:

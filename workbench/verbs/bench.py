@@ -4,13 +4,16 @@
         --num-prompts 128 --concurrency 16 --json runs/bench.json
 
 Attaches to --url or launches --recipe (and stops it afterwards). Per-request records stream to
-OUT.requests.jsonl while the run goes, so an interrupted run keeps what it measured.
+OUT.requests.jsonl while the run goes, so an interrupted run keeps what it measured. Prompts shorter
+than `SHORT_PROMPT_TOKENS` get a warning: such a run measures decoding of toy requests, not the service
+(docs/METHOD.md §10).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
@@ -19,6 +22,24 @@ from workbench.serving.loadgen import SLO, LoadResult, Workload, run_load
 from workbench.verbs.serve import add_server_arguments, server_from_args
 
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")
+
+# Below this many prompt tokens a load run says nothing about production (docs/METHOD.md §10: fixed
+# lengths, close to production's): prefill, the half of the work that sets TTFT, becomes a negligible
+# share of each request, and the KV cache holds so little that memory never limits the batch, so the
+# throughput measures the decoding of toy requests. Chat and RAG prompts run to hundreds or thousands of
+# tokens; `vllm bench serve`'s random data set defaults to 1024 input tokens.
+SHORT_PROMPT_TOKENS = 256
+
+
+def short_prompt_warning(input_len: int) -> str | None:
+    """The warning for prompts too short to measure the service by, else None."""
+    if input_len >= SHORT_PROMPT_TOKENS:
+        return None
+    return (
+        f"--input-len {input_len} is below {SHORT_PROMPT_TOKENS} tokens: throughput measured with prompts this short "
+        "says nothing about production (prefill and KV-cache pressure are left out); use the prompt length your "
+        "service sees, or at least 1024 as `vllm bench serve` does (docs/METHOD.md §10)"
+    )
 
 
 def parse_goodput(pairs: list[str] | None) -> SLO:
@@ -97,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         slo=parse_goodput(args.goodput),
     )
+    warning = short_prompt_warning(args.input_len)
+    if warning is not None:
+        print(f"ascend-workbench bench: warning: {warning}", file=sys.stderr)
     recipe = load_serving_recipe(args.recipe) if args.recipe else None
     records_path = args.json.with_suffix(".requests.jsonl") if args.json else None
     if records_path:
