@@ -3,7 +3,8 @@
     config     HF config.json -> ModelConfig (rope theta/scaling, GQA, tied embeddings, qkv bias)
     rope       the model's cos/sin cache
     layers     decoder modules named like HF's (dumps line up by module name)
-    loader     safetensors -> CausalLM on a device, in a dtype
+    loader     safetensors -> CausalLM on a device, in a dtype (float, or W8A8 in either quantized format)
+    quantized  the W8A8 linear modules a quantized checkpoint loads into
     sampling   greedy and temperature/top-p
     executor   batched prefill + decode with prefix caching
 """

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from ascend_backend.attention import build_attention_metadata
+from ascend_backend.attention.layout import allocate_kv_cache
 from ascend_backend.kv_cache import KVCacheManager
 from ascend_backend.kv_cache.sizing import KVCacheSpec, KVDtype
 from ascend_backend.models.layers import CausalLM
@@ -72,10 +73,10 @@ class Executor:
             num_blocks = max(kv_memory_bytes // per_block, 2)
         self.num_blocks = int(num_blocks)
         self.kv_caches = [
-            torch.zeros(2, self.num_blocks, block_size, config.num_kv_heads, config.head_size,
-                        dtype=self.dtype, device=self.device)
+            allocate_kv_cache(self.num_blocks, block_size, config.num_kv_heads, config.head_size,
+                              dtype=self.dtype, device=self.device)
             for _ in range(config.num_layers)
-        ]
+        ]  # one [2, num_blocks, block_size, kv_heads, head_size] per layer
         self.manager = KVCacheManager(self.num_blocks, block_size, enable_prefix_caching)
         self.cos_sin_cache = model_cos_sin_cache(config).to(self.device)
         self._ids = itertools.count()

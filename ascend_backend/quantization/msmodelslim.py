@@ -1,0 +1,254 @@
+"""msmodelslim's W8A8 checkpoint layout: what vllm-ascend's `ascend` quantization method loads.
+
+A directory holds the model's config and tokenizer files, `quant_model_weight_w8a8.safetensors` (or
+`..._w8a8_dynamic`) and `quant_model_description.json`, which maps EVERY tensor name to `W8A8`,
+`W8A8_DYNAMIC` or `FLOAT` (all tensors of one linear share its type) plus `model_quant_type` and
+`version`. vllm-ascend reads the `<layer>.weight` entry to pick a layer's scheme
+(`get_linear_quant_type`, vllm_ascend/quantization/modelslim_config.py, v0.23.0) and creates these
+parameters for it (w8a8_static.py / w8a8_dynamic.py `get_weight`, `get_pertensor_param`,
+`get_perchannel_param`, v0.23.0; identical in vllm_ascend/quantization/w8a8.py, v0.9.1):
+
+    tensor          W8A8 (static)                   W8A8_DYNAMIC       dtype
+    weight          [out, in]                       [out, in]          int8
+    weight_scale    [out, 1]                        [out, 1]           model dtype
+    weight_offset   [out, 1] (zeros: symmetric)     [out, 1]           model dtype
+    input_scale     [1]                             -                  model dtype
+    input_offset    [1]                             -                  int8
+    quant_bias      [out]                           -                  int32
+    deq_scale       [out]                           -                  float32 (bf16 models) / int64 (fp16)
+    bias            [out] when the layer has one    same               model dtype
+
+For fp16 models deq_scale holds each float32 scale's bit pattern in an int64 (`arithmetic.pack_deq_scale`).
+Static layers compute `(x_q @ w_q + quant_bias) * deq_scale`, so the float bias is folded into
+quant_bias; `bias` is still written because vLLM's linear layer owns a bias parameter that must load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from ascend_backend.quantization.arithmetic import pack_deq_scale, unpack_deq_scale
+from ascend_backend.quantization.files import CheckpointTensors, read_tensors, write_tensors
+from ascend_backend.quantization.scheme import QuantizedCheckpointError, QuantizedLinear, QuantizedModel, QuantType
+
+DESCRIPTION_FILE = "quant_model_description.json"
+FORMAT_VERSION = "1.0.0"
+# Top-level keys of the description that describe the model, not a tensor (msmodelslim and vllm-ascend).
+METADATA_KEYS = frozenset(
+    {
+        "model_quant_type",
+        "version",
+        "group_size",
+        "kv_quant_type",
+        "kv_cache_type",
+        "fa_quant_type",
+        "indexer_quant_type",
+        "reduce_quant_type",
+    }
+)
+STATIC_TENSORS = ("weight", "weight_scale", "weight_offset", "input_scale", "input_offset", "quant_bias", "deq_scale")
+DYNAMIC_TENSORS = ("weight", "weight_scale", "weight_offset")
+
+
+def weight_file_name(model: QuantizedModel) -> str:
+    """msmodelslim's file name: quant_model_weight_w8a8.safetensors, or ..._w8a8_dynamic when all are dynamic."""
+    return f"quant_model_weight_{model_quant_type(model).value.lower()}.safetensors"
+
+
+def model_quant_type(model: QuantizedModel) -> QuantType:
+    """The description's `model_quant_type`: the scheme most layers use (W8A8 when tied or none)."""
+    counts = Counter(layer.quant_type for layer in model.linears.values())
+    return QuantType.W8A8_DYNAMIC if counts[QuantType.W8A8_DYNAMIC] > counts[QuantType.W8A8] else QuantType.W8A8
+
+
+def to_tensors(model: QuantizedModel) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The checkpoint's tensors and its description (tensor name -> type, plus the metadata keys)."""
+    if model.dtype not in (torch.bfloat16, torch.float16):
+        raise ValueError(
+            f"msmodelslim checkpoints hold bf16 or fp16 models (deq_scale is float32 for bf16, int64 for fp16); "
+            f"this model is {model.dtype}: quantize with dtype bfloat16 or float16"
+        )
+    tensors = dict(model.floats)
+    description: dict[str, str] = {"model_quant_type": model_quant_type(model).value, "version": FORMAT_VERSION}
+    description.update({name: QuantType.FLOAT.value for name in model.floats})
+    for prefix, layer in model.linears.items():
+        for leaf, tensor in _layer_tensors(layer, model.dtype).items():
+            tensors[f"{prefix}.{leaf}"] = tensor
+            description[f"{prefix}.{leaf}"] = layer.quant_type.value
+    return tensors, description
+
+
+def _layer_tensors(layer: QuantizedLinear, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    out: dict[str, torch.Tensor] = {
+        "weight": layer.weight,
+        "weight_scale": layer.weight_scale.to(dtype)[:, None],
+        "weight_offset": torch.zeros(layer.out_features, 1, dtype=dtype),
+    }
+    if layer.bias is not None:
+        out["bias"] = layer.bias.to(dtype)
+    if layer.quant_type is QuantType.W8A8:
+        assert layer.input_scale is not None and layer.input_offset is not None
+        deq = layer.static_deq_scale().float()
+        out["input_scale"] = layer.input_scale.reshape(1).to(dtype)
+        out["input_offset"] = torch.tensor([layer.input_offset], dtype=torch.int8)
+        out["quant_bias"] = layer.static_quant_bias().to(torch.int32)
+        out["deq_scale"] = deq if dtype == torch.bfloat16 else pack_deq_scale(deq)
+    return out
+
+
+def write(model: QuantizedModel, out_dir: str | Path) -> list[Path]:
+    """Write the weights file and quant_model_description.json into `out_dir` (config/tokenizer are the caller's)."""
+    out_dir = Path(out_dir)
+    tensors, description = to_tensors(model)
+    weights = write_tensors(tensors, out_dir / weight_file_name(model), {"format": "pt"})
+    desc_path = out_dir / DESCRIPTION_FILE
+    desc_path.write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
+    return [weights, desc_path]
+
+
+def is_msmodelslim(path: str | Path) -> bool:
+    return (Path(path) / DESCRIPTION_FILE).is_file()
+
+
+def read_description(path: Path) -> dict[str, str]:
+    desc_path = path / DESCRIPTION_FILE
+    try:
+        description = json.loads(desc_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise QuantizedCheckpointError(f"{desc_path} not found: not an msmodelslim checkpoint") from None
+    except ValueError as exc:
+        raise QuantizedCheckpointError(f"{desc_path} is not valid JSON ({exc}); re-export the checkpoint") from None
+    if not isinstance(description, dict):
+        raise QuantizedCheckpointError(f"{desc_path} must be a JSON object of tensor name -> quant type")
+    return description
+
+
+def read(path: str | Path) -> QuantizedModel:
+    """Read an msmodelslim directory back into a QuantizedModel, checking description against tensors.
+
+    Any disagreement (a tensor without an entry or an entry without a tensor, a W8A8 layer missing one
+    of its tensors, a wrong dtype or shape, an unsupported scheme) raises one QuantizedCheckpointError
+    naming the first problem, the number of others, and the fix.
+    """
+    path = Path(path)
+    description = read_description(path)
+    stored = read_tensors(path)
+    problems = _disagreements(description, stored)
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise QuantizedCheckpointError(
+            f"{path / DESCRIPTION_FILE} disagrees with the weights: {problems[0]}{more}; the description and the "
+            "safetensors must come from the same export — re-export the checkpoint"
+        )
+    return _assemble(description, stored)
+
+
+def _layer_prefixes(description: dict[str, str]) -> dict[str, QuantType]:
+    """Quantized layers: the prefixes whose `.weight` entry is W8A8 or W8A8_DYNAMIC."""
+    return {
+        name[: -len(".weight")]: QuantType(kind)
+        for name, kind in description.items()
+        if name.endswith(".weight") and kind in (QuantType.W8A8.value, QuantType.W8A8_DYNAMIC.value)
+    }
+
+
+def _disagreements(description: dict[str, str], stored: CheckpointTensors) -> list[str]:
+    entries = {k: v for k, v in description.items() if k not in METADATA_KEYS}
+    problems = [
+        f"{name} has type {kind!r}; this reader knows W8A8, W8A8_DYNAMIC and FLOAT"
+        for name, kind in entries.items()
+        if kind not in {t.value for t in QuantType}
+    ]
+    problems += [f"{name} (in {stored.files[name]}) has no entry" for name in stored.tensors if name not in entries]
+    problems += [
+        f"{name} is described as {kind} but no weights file holds it"
+        for name, kind in entries.items()
+        if name not in stored.tensors
+    ]
+    layers = _layer_prefixes(entries)
+    for name, kind in entries.items():
+        prefix, _, leaf = name.rpartition(".")
+        if kind in (QuantType.W8A8.value, QuantType.W8A8_DYNAMIC.value) and layers.get(prefix) != QuantType(kind):
+            problems.append(f"{name} is {kind} but {prefix}.weight is {entries.get(prefix + '.weight', 'absent')}")
+        if kind == QuantType.FLOAT.value and name in stored.tensors and not stored.tensors[name].is_floating_point():
+            problems.append(f"{name} is FLOAT but stored as {stored.tensors[name].dtype}")
+    for prefix, kind in layers.items():
+        problems += _layer_problems(prefix, kind, stored.tensors)
+    return problems
+
+
+def _layer_problems(prefix: str, kind: QuantType, tensors: dict[str, torch.Tensor]) -> list[str]:
+    required = STATIC_TENSORS if kind is QuantType.W8A8 else DYNAMIC_TENSORS
+    missing = [leaf for leaf in required if f"{prefix}.{leaf}" not in tensors]
+    if missing:
+        return [f"{prefix} is {kind.value} but lacks {', '.join(f'{prefix}.{m}' for m in missing)}"]
+    extra = [
+        leaf for leaf in ("input_scale", "input_offset", "quant_bias", "deq_scale") if f"{prefix}.{leaf}" in tensors
+    ]
+    if kind is QuantType.W8A8_DYNAMIC and extra:
+        return [f"{prefix} is W8A8_DYNAMIC but holds static tensors {extra} (was it exported as W8A8?)"]
+    t = {leaf: tensors[f"{prefix}.{leaf}"] for leaf in required}
+    weight = t["weight"]
+    if weight.dtype != torch.int8 or weight.dim() != 2:
+        return [
+            f"{prefix}.weight is {kind.value} but stored as {weight.dtype} {tuple(weight.shape)}, not int8 [out, in]"
+        ]
+    out = weight.shape[0]
+    expected = {
+        "weight_scale": (out, 1),
+        "weight_offset": (out, 1),
+        "input_scale": (1,),
+        "input_offset": (1,),
+        "quant_bias": (out,),
+        "deq_scale": (out,),
+    }
+    problems = [
+        f"{prefix}.{leaf} has shape {tuple(t[leaf].shape)}, expected {shape}"
+        for leaf, shape in expected.items()
+        if leaf in t and tuple(t[leaf].shape) != shape
+    ]
+    dtypes = {"input_offset": (torch.int8,), "quant_bias": (torch.int32,), "deq_scale": (torch.float32, torch.int64)}
+    problems += [
+        f"{prefix}.{leaf} is {t[leaf].dtype}, expected {' or '.join(map(str, allowed))}"
+        for leaf, allowed in dtypes.items()
+        if leaf in t and t[leaf].dtype not in allowed
+    ]
+    if not problems and bool((t["weight_offset"] != 0).any()):
+        problems.append(f"{prefix}.weight_offset is not zero: asymmetric weights are not W8A8 as vllm-ascend runs it")
+    return problems
+
+
+def _assemble(description: dict[str, str], stored: CheckpointTensors) -> QuantizedModel:
+    layers = _layer_prefixes({k: v for k, v in description.items() if k not in METADATA_KEYS})
+    owned = {f"{p}.{leaf}" for p in layers for leaf in (*STATIC_TENSORS, "bias")}
+    floats = {name: t for name, t in stored.tensors.items() if name not in owned}
+    dtype = next((t.dtype for t in floats.values() if t.is_floating_point()), torch.bfloat16)
+    linears = {prefix: _layer(prefix, kind, stored.tensors) for prefix, kind in layers.items()}
+    return QuantizedModel(linears, floats, dtype)
+
+
+def _layer(prefix: str, kind: QuantType, tensors: dict[str, torch.Tensor]) -> QuantizedLinear:
+    def get(leaf: str) -> torch.Tensor:
+        return tensors[f"{prefix}.{leaf}"]
+
+    bias = tensors.get(f"{prefix}.bias")
+    common = dict(
+        weight=get("weight"),
+        weight_scale=get("weight_scale").float().flatten(),
+        bias=None if bias is None else bias.float(),
+    )
+    if kind is QuantType.W8A8_DYNAMIC:
+        return QuantizedLinear(kind, **common)
+    deq = get("deq_scale")
+    return QuantizedLinear(
+        kind,
+        **common,
+        input_scale=get("input_scale").float().reshape(()),
+        input_offset=int(get("input_offset")[0]),
+        deq_scale=unpack_deq_scale(deq) if deq.dtype == torch.int64 else deq.float(),
+        quant_bias=get("quant_bias"),
+    )
