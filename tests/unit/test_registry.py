@@ -40,7 +40,9 @@ def test_describe_lists_every_op_with_native_and_reason_on_cpu():
     table = registry.describe("cpu")
     assert CORE_OPS <= set(table["op"])
     assert set(table["chosen"]) == {"native"}
-    assert list(table.columns) == ["op", "chosen", "available", "registered", "reason", "calls", "faulted"]
+    assert list(table.columns) == [
+        "op", "chosen", "available", "registered", "reason", "calls", "faulted", "npu_kernel", "kernel_row"
+    ]
     rms = table.set_index("op").loc["rms_norm"]
     assert "npu" in rms["registered"] and "cpu tensors" in rms["reason"]
     assert ascend_backend.device.npu_status().kind.value in rms["reason"]

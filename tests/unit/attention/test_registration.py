@@ -26,27 +26,6 @@ def test_registry_table_lists_the_attention_ops_with_both_backends():
         assert table.loc[op, "chosen"] == "native"
 
 
-@pytest.mark.parametrize(
-    ("version", "family"),
-    [("2.5.1", npu.NpuKernelFamily.ATB), ("2.7.1.post1", npu.NpuKernelFamily.ATB),
-     ("2.8.0", npu.NpuKernelFamily.FIA), ("2.9.0rc1", npu.NpuKernelFamily.FIA), ("3.0.0", npu.NpuKernelFamily.FIA)],
-)
-def test_kernel_family_follows_the_torch_npu_release(version, family):
-    assert npu.kernel_family(version) is family
-
-
-def test_unreadable_torch_npu_version_is_refused():
-    with pytest.raises(ValueError, match="torch_npu version"):
-        npu.kernel_family("unknown")
-
-
-def test_float32_calls_are_sent_to_native_by_the_guards():
-    query = torch.zeros(2, 4, 8)
-    assert "float32" in npu._guard_query(query)
-    assert npu._guard_query(query.half()) is None
-    assert npu._guard_cache_write(query.bfloat16()) is None
-
-
 def test_atb_causal_mask_uses_vllm_ascend_values():
     fp16 = npu.atb_causal_mask(3, torch.float16, "cpu")
     assert fp16.dtype == torch.float16
