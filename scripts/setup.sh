@@ -13,6 +13,22 @@ PYTHON=${PYTHON:-python3}
 STAMP=$VENV/.setup-stamp
 WANT=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 
+# The browser tests drive the distribution's Chromium through Playwright (Playwright's own browser
+# download cannot work offline). Install it where we can (root with apt); elsewhere the tier skips
+# and says why.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Chromium for the browser tests (apt-get install chromium)"
+    if ! { apt-get install -y --no-install-recommends chromium >/tmp/ascend-workbench-apt.log 2>&1 ||
+           { apt-get update >>/tmp/ascend-workbench-apt.log 2>&1 &&
+             apt-get install -y --no-install-recommends chromium >>/tmp/ascend-workbench-apt.log 2>&1; }; }; then
+      echo "setup: could not install Chromium (see /tmp/ascend-workbench-apt.log); the browser tests will skip"
+    fi
+  else
+    echo "setup: no Chromium, and installing it needs root and apt; the browser tests will skip"
+  fi
+fi
+
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/ascend-workbench" ]; then
   echo "setup: .venv is up to date"
   exit 0

@@ -20,3 +20,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "npu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def notebook_run(tmp_path_factory: pytest.TempPathFactory):
+    """Every notebook executed once, headless, by the main job's own runner (what `make run` does):
+    the notebooks tier asserts each passed, the browser tier opens the report pages it wrote."""
+    import os
+
+    from workbench import settings
+    from workbench.notebook_runner import discover, run_notebooks
+
+    runs = tmp_path_factory.mktemp("runs")
+    saved = os.environ.get("ASCEND_WORKBENCH_RUNS")
+    os.environ["ASCEND_WORKBENCH_RUNS"] = str(runs)  # the kernels' results go to the session's folder
+    try:
+        run_dir = settings.run_dir("notebooks", fresh=True)
+        return run_notebooks(discover(settings.notebooks_dir()), run_dir, cwd=REPO_ROOT, progress=False,
+                             cell_timeout_s=900)
+    finally:
+        if saved is None:
+            os.environ.pop("ASCEND_WORKBENCH_RUNS", None)
+        else:
+            os.environ["ASCEND_WORKBENCH_RUNS"] = saved

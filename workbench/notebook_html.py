@@ -26,8 +26,11 @@ PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PLOTLY_JS = "plotly.min.js"
 PLOT_CLASS = "wb-plot"
 # CDN scripts nbconvert's template adds; offline they only fail (require.js is for widget JS we do not
-# ship, MathJax for LaTeX our notebooks do not use).
+# ship, MathJax for LaTeX our notebooks do not use) ...
 _CDN_SCRIPT = re.compile(r'<script[^>]+src="https?://[^"]+"[^>]*>\s*</script>', re.IGNORECASE)
+# ... and a loader that fetches ipywidgets' HTML manager from unpkg at page load. The headless run draws
+# widgets' default views as static output, so the live manager has nothing to add offline.
+_WIDGET_LOADER = re.compile(r"<script>\s*\(function\(\) \{\s*function addWidgetsRenderer\(\).*?</script>", re.DOTALL)
 
 
 def chart_outputs(nb: Any) -> list[dict[str, Any]]:
@@ -81,7 +84,7 @@ def notebook_to_html(executed: Path) -> Path:
     nb = nbformat.read(executed, as_version=4)
     charts = add_chart_html(nb)
     body, _resources = HTMLExporter().from_notebook_node(nb)
-    body = _CDN_SCRIPT.sub("", body)
+    body = _WIDGET_LOADER.sub("", _CDN_SCRIPT.sub("", body))
     if charts:
         ship_plotly_js(executed.parent)
         body = re.sub(r"(<head[^>]*>)", rf'\1<script src="{PLOTLY_JS}"></script>', body, count=1)

@@ -1,4 +1,4 @@
-"""Every notebook in notebooks/ executes headless with papermill on its default parameters."""
+"""Every notebook in notebooks/ executes headless on its default parameters, through the main job's runner."""
 
 from __future__ import annotations
 
@@ -17,17 +17,11 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes(path, tmp_path, monkeypatch):
+def test_notebook_executes(path, notebook_run):
     assert papermill.inspect_notebook(str(path)), f"{path.name} has no cell tagged 'parameters'"
-    out = tmp_path / path.name
-    monkeypatch.setenv("ASCEND_WORKBENCH_HEADLESS", "1")  # as `ascend-workbench run` executes them
-    papermill.execute_notebook(str(path), str(out), kernel_name="python3", cwd=str(REPO_ROOT),
-                               progress_bar=False, execution_timeout=900)
-    import nbformat
-
-    nb = nbformat.read(out, as_version=4)
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert errors == []
+    outcome = {o.notebook: o for o in notebook_run.outcomes}[path.name]
+    assert outcome.ok, f"{path.name} failed at cell {outcome.failed_cell}: {outcome.error}"
+    assert outcome.html and (notebook_run.run_dir / outcome.html).is_file()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
