@@ -115,7 +115,7 @@ class TensorStats:
     def of(cls, tensor: torch.Tensor) -> TensorStats:
         if tensor.numel() == 0:
             return cls(math.nan, math.nan, math.nan, math.nan)
-        t = tensor.detach().to(torch.float64)
+        t = tensor.detach().to("cpu", torch.float64)  # on the host: NPUs have little float64 support
         return cls(float(t.max()), float(t.min()), float(t.mean()), float(torch.linalg.vector_norm(t)))
 
 
@@ -293,15 +293,20 @@ class DumpWriter:
         inputs_nonfinite: bool,
         step: int | None = None,
     ) -> DumpRecord:
-        """Record one output tensor: stats always, the tensor itself unless in stats mode."""
-        tensor = tensor.detach()
+        """Record one output tensor: stats always, the tensor itself unless in stats mode.
+
+        Everything is computed on a host copy: one device-to-host transfer per record, and no float64
+        arithmetic on a device that lacks it (Ascend NPUs).
+        """
+        device = str(tensor.device)
+        tensor = tensor.detach().to("cpu")
         floating = tensor.is_floating_point()
         nan_count = int(tensor.isnan().sum()) if floating else 0
         inf_count = int(tensor.isinf().sum()) if floating else 0
         file = None
         if self.header.mode is DumpMode.TENSORS:
             file = f"{TENSORS_DIR}/{self.count:06d}.safetensors"
-            save_file({TENSOR_KEY: tensor.to("cpu").contiguous()}, str(self.directory / file))
+            save_file({TENSOR_KEY: tensor.contiguous()}, str(self.directory / file))
         record = DumpRecord(
             index=self.count,
             module=module,
@@ -315,7 +320,7 @@ class DumpWriter:
             nonfinite=bool(nan_count or inf_count),
             inputs_nonfinite=inputs_nonfinite,
             file=file,
-            device=str(tensor.device),
+            device=device,
             step=step,
         )
         self._records.write(json.dumps(record.to_json()) + "\n")

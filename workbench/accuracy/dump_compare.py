@@ -10,6 +10,11 @@ drop both. Peak memory stays near two tensors plus `metrics.CHUNK_ELEMENTS` of s
 - NaN origin: the first test record whose output holds NaN/Inf while the inputs of that module call
   did not (so the fault is inside that module), found over all test records, compared or not.
 
+An engine dump (vLLM's names, forward steps, `ascend_backend.vllm_plugin.dump`) against a one-pass
+reference (transformers or the executor) is first lined up by `dump_engine.align_engine_dump`: rows by
+token position, fused outputs split, decoder layers summed; the table's `level` column and the summary's
+`mapping` notes say where each row was compared. Two engine dumps compare directly, name by name.
+
 Shapes must agree once size-1 dimensions are dropped (msprobe squeezes both arrays too), so a model
 run with a batch dimension ([1, S, H]) compares with an executor that has none ([S, H]).
 
@@ -24,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -32,12 +37,13 @@ import torch
 from tqdm.auto import tqdm
 
 from workbench.accuracy.dump import open_dump
+from workbench.accuracy.dump_engine import DerivedDump, EngineAlignment, align_engine_dump, is_engine_dump
 from workbench.accuracy.dump_format import DumpMode, DumpRecord, WorkbenchDump
 from workbench.accuracy.metrics import EXACT_RULE, Verdict, compare_tensors, serial_torch, verdict_rule
 from workbench.accuracy.msprobe_dump import MsprobeDump
 from workbench.errors import WorkbenchError
 
-Dump = WorkbenchDump | MsprobeDump
+Dump = WorkbenchDump | MsprobeDump | DerivedDump
 _LISTED = 5  # names quoted in a mismatch message
 
 
@@ -62,6 +68,8 @@ class DumpComparisonSummary:
     reference_nan_origin: str | None
     worst_cosine: float
     worst_cosine_key: str | None
+    mapping: tuple[str, ...] = ()  # engine vs reference: levels compared at, steps, what was left out
+    engine_nan_origin: str | None = None  # the NaN origin in the engine's own module names (and step)
 
 
 @dataclass(frozen=True)
@@ -145,6 +153,7 @@ def _base_row(t: DumpRecord, r: DumpRecord) -> dict:
         "key": t.key,
         "module": t.module,
         "call": t.call,
+        "step": t.step,
         "output_index": t.output_index,
         "test_dtype": t.dtype,
         "reference_dtype": r.dtype,
@@ -234,6 +243,11 @@ def compare_dumps(
     """Compare `test` (e.g. the NPU run) with `reference` (e.g. CPU float32), record by record."""
     test_dump = test if isinstance(test, WorkbenchDump | MsprobeDump) else open_dump(test)
     ref_dump = reference if isinstance(reference, WorkbenchDump | MsprobeDump) else open_dump(reference)
+    alignment = None
+    if is_engine_dump(test_dump) != is_engine_dump(ref_dump):  # engine vs one-pass: map names, select rows
+        with serial_torch():
+            alignment = align_engine_dump(test_dump, ref_dump, progress=progress)
+        test_dump, ref_dump = alignment.test, alignment.reference
     pairs = _check_pair(test_dump, ref_dump, allow_missing)
     tensors = test_dump.mode is DumpMode.TENSORS and ref_dump.mode is DumpMode.TENSORS
     rows = []
@@ -241,7 +255,20 @@ def compare_dumps(
         for t, r in tqdm(pairs, desc="compare", unit="tensor", disable=not progress):
             rows.append(_tensor_row(test_dump, ref_dump, t, r) if tensors else _stats_row(t, r))
     table = pd.DataFrame(rows)
-    return DumpComparison(table, _summarise(test_dump, ref_dump, table, tensors))
+    summary = _summarise(test_dump, ref_dump, table, tensors)
+    if alignment is not None:
+        table, summary = _with_alignment(table, summary, alignment)
+    return DumpComparison(table, summary)
+
+
+def _with_alignment(
+    table: pd.DataFrame, summary: DumpComparisonSummary, alignment: EngineAlignment
+) -> tuple[pd.DataFrame, DumpComparisonSummary]:
+    """Add each row's level and the alignment's notes (steps, levels, what was left out)."""
+    levels = {key: level.value for key, level in alignment.levels}
+    table = table.assign(level=table["key"].map(levels))
+    summary = replace(summary, mapping=alignment.notes, engine_nan_origin=alignment.engine_nan_origin)
+    return table, summary
 
 
 def _summarise(test: Dump, reference: Dump, table: pd.DataFrame, tensors: bool) -> DumpComparisonSummary:

@@ -1,8 +1,12 @@
 """`ascend-workbench compare-dumps TEST REFERENCE`: module-by-module metrics, first divergence, NaN origin.
 
-Either side may be a workbench dump or an msprobe dump directory.
+Either side may be a workbench dump or an msprobe dump directory. An engine dump (`dump --recipe`, vLLM's
+names and forward steps) against a transformers/executor dump is lined up first: rows by token
+position, fused qkv_proj/gate_up_proj split, decoder layers as hidden + residual, logits at the last
+token; the `level` column and the "compared at" lines say where each row met the reference.
 
     ascend-workbench compare-dumps dumps/npu-bf16 dumps/cpu-fp32 --json report.json
+    ascend-workbench compare-dumps dumps/engine dumps/golden       # engine vs transformers float32
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ _SHOWN_STATS = ["key", "test_dtype", "shape", "test_norm", "reference_norm", "no
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare-dumps",
-        help="compare two dumps (workbench or msprobe) module by module",
+        help="compare two dumps (workbench, engine or msprobe) module by module",
         description="Compare TEST (e.g. the NPU run) with REFERENCE (e.g. CPU float32): msprobe metrics and "
         "verdicts per module output, the first diverging module and the NaN origin.",
     )
@@ -36,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     result = compare_dumps(args.test, args.reference, allow_missing=args.allow_missing, progress=True)
     s = result.summary
     columns = _SHOWN if s.mode.value == "tensors" else _SHOWN_STATS
+    if "level" in result.table.columns:  # an engine dump lined up with a reference: show step and level
+        columns = [columns[0], "step", "level", *columns[1:]]
     table = result.table[columns]
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.float_format", "{:.6g}".format):
         print(table.to_string(index=False, max_rows=None if args.all_rows else 60))
@@ -55,8 +61,12 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    if s.engine_nan_origin:
+        print(f"NaN/Inf origin in the engine's own names: {s.engine_nan_origin}")
     if s.reference_nan_origin:
         print(f"reference NaN/Inf origin: {s.reference_nan_origin}")
+    for note in s.mapping:
+        print(f"engine vs reference: {note}")
     if args.json:
         from workbench.provenance import add_provenance, provenance
 
