@@ -23,6 +23,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from workbench import settings
+from workbench.serving.reaper import OrphanReaper
 from workbench.serving.server import free_port, stop_process_group
 
 pytestmark = pytest.mark.browser
@@ -53,7 +54,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pa
         f"--LabApp.workspaces_dir={state / 'workspaces'}", f"--LabApp.user_settings_dir={state / 'settings'}",
     ]
     log = (state / "jupyterlab.log").open("w")
-    process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    guard = OrphanReaper()  # JupyterLab and its kernels go even if this test process is killed
+    process = subprocess.Popen(argv, env={**env, **guard.env()}, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -69,6 +72,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pa
         yield base, token, workspace
     finally:
         stop_process_group(process)
+        guard.release()
         log.close()
 
 
