@@ -9,6 +9,7 @@ and checks that no workbench dependency was installed or imported.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -54,8 +55,14 @@ def _run(argv: list[str], **kwargs) -> str:
 
 def test_backend_wheel_installs_and_runs_with_torch_alone(tmp_path):
     torch_version = _run([sys.executable, "-c", "import torch; print(torch.__version__)"]).strip()
-    wheel_dir = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(REPO_ROOT)])
+    wheel_dir, source = tmp_path / "dist", tmp_path / "src"
+    # Build from a copy of what the wheel is made of, so setuptools' build/ and egg-info stay out of the repo.
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for part in ("ascend_backend", "workbench"):
+        shutil.copytree(REPO_ROOT / part, source / part, ignore=ignore)
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO_ROOT / part, source / part)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(source)])
     (wheel,) = wheel_dir.glob("ascend_porting_workbench-*.whl")
 
     venv = tmp_path / "prod"

@@ -1,6 +1,6 @@
 """Layer-by-layer comparison of the backend's executor against a float32 reference (notebook 05).
 
-The source's recipe for wrong answers or NaN: run the same prompt on CPU in float32 as the per-layer
+docs/METHOD.md §8's recipe for wrong answers or NaN: run the same prompt on CPU in float32 as the per-layer
 baseline, compare layer by layer, and pinpoint the operator. Here:
 
 - reference: Hugging Face transformers on the checkpoint, float32, CPU (an independent implementation);

@@ -1,6 +1,6 @@
 """The op suite: every registry op, per dtype and case, on the target device vs native float32 on CPU.
 
-The source's fastest NaN hunt is "one tensor, one op, compare with a reference". The suite does that
+The fastest NaN hunt (docs/METHOD.md §8, §15) is "one tensor, one op, compare with a reference". The suite does that
 for every op the backend has, from cases in `recipes/ops/*.yaml`, and turns any failing case into a
 standalone reproduction script (plain torch + ascend_backend, no workbench) that a kernel engineer can
 run on the NPU without this project.

@@ -1,6 +1,6 @@
 """Feature-by-feature enabling: baseline, each feature alone, then cumulatively, then interacting pairs.
 
-The source's method for "NotImplementedError" or a kernel that cannot be found, made automatic:
+docs/METHOD.md §7's method for "NotImplementedError" or a kernel that cannot be found, made automatic:
 
 1. baseline, every feature off: it must start and answer, else the run stops with its crash class;
 2. each feature alone on top of the baseline;

@@ -1,6 +1,6 @@
 """Tools a source build of vllm-ascend needs, and whether a source checkout is importable.
 
-The source's three build failures: "Can not find CANN" (covered by the CANN checks), CMake older than
+The three classic build failures (docs/METHOD.md §3): "Can not find CANN" (covered by the CANN checks), CMake older than
 3.16, and `import vllm` / `import vllm_ascend` failing after a clone because the checkout is neither on
 PYTHONPATH nor installed editable. The importability test runs `importlib.util.find_spec` in a child
 interpreter with the environment under test, so PYTHONPATH and editable-install hooks count exactly as

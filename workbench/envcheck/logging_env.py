@@ -6,7 +6,7 @@
   `ASCEND_MODULE_LOG_LEVEL=GE=0:RUNTIME=1` overrides single CANN modules.
 - `ASCEND_SLOG_PRINT_TO_STDOUT=1` prints CANN's logs on stdout instead of only under ~/ascend/log.
 
-The source's advice is "ERROR everywhere, then DEBUG for one module": `focused_logging` builds exactly
+docs/METHOD.md §9: "ERROR everywhere, then DEBUG for one module": `focused_logging` builds exactly
 that environment for a vLLM logger name or a CANN module name.
 """
 

@@ -83,7 +83,7 @@ def fixes_table(report: Report) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ChecklistStep:
-    """One step of the source's ten-minute pre-flight and the checks that answer it."""
+    """One step of the ten-minute pre-flight (docs/METHOD.md §14) and the checks that answer it."""
 
     step: str
     command: str
@@ -127,7 +127,7 @@ def _step_status(results: list[CheckResult]) -> Status:
 
 
 def checklist_table(report: Report) -> pd.DataFrame:
-    """The source's ten-minute checklist, each step's status from the checks that answer it."""
+    """The ten-minute checklist (docs/METHOD.md §14), each step's status from the checks that answer it."""
     import pandas as pd
 
     rows = []

@@ -1,4 +1,4 @@
-"""Run every pre-flight check once, in the source's order, and collect a `Report`.
+"""Run every pre-flight check once, in the order of docs/METHOD.md §6 and §14, and collect a `Report`.
 
 Facts are gathered first (installed versions, the torch_npu import status, the CANN install, one
 `npu-smi` run, /dev/shm), then each group of checks judges them; nothing is measured twice. A check

@@ -1,6 +1,6 @@
 """Streaming load generator: fixed prompt/output lengths, per-request timings, `vllm bench serve` metrics.
 
-Source 4.1: measure before tuning — output tokens/s under concurrency, time to first token and
+docs/METHOD.md §10: measure before tuning — output tokens/s under concurrency, time to first token and
 end-to-end latency, always at fixed, realistic prompt and output lengths. This module sends streamed
 `/v1/completions` requests (asyncio + aiohttp) whose prompts have an exact token count (built with the
 model's own tokenizer) and whose outputs have a fixed length (`max_tokens` + `ignore_eos`), in one of

@@ -1,4 +1,4 @@
-"""The first request (source 2.4 and the last step of the 5.2 pre-flight): is the server really serving?
+"""The first request (docs/METHOD.md §5, and the last step of the §14 pre-flight): is the server really serving?
 
 `/health` only says the HTTP front end is up. The smoke check asks for real work, three ways:
 

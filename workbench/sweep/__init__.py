@@ -1,4 +1,4 @@
-"""Tuning sweeps with diagnosis (source chapter 4: measure before tuning; parameters pull on each other).
+"""Tuning sweeps with diagnosis (docs/METHOD.md §10–§11: measure before tuning; parameters pull on each other).
 
     from workbench import sweep
     spec = sweep.load_sweep_spec("cpu-tiny")                 # recipes/sweeps/cpu-tiny.yaml, validated

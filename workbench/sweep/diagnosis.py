@@ -1,6 +1,6 @@
-"""Why a point performed as it did: the source's chapter-4 reading rules, applied to each point.
+"""Why a point performed as it did: the reading rules of docs/METHOD.md §10–§12, applied to each point.
 
-Source 4.1/4.2, as rules over one row of the results table plus what the rest of the sweep says
+docs/METHOD.md §10/§11, as rules over one row of the results table plus what the rest of the sweep says
 about the same workload:
 
     low throughput with a small running batch  -> BATCH_TOO_SMALL  (raise max_num_seqs / offered load)

@@ -1,6 +1,6 @@
 """Run a sweep: for each server configuration start vLLM once, measure each of its points, stop it.
 
-Per point (source 4.1: measure before tuning, at fixed lengths):
+Per point (docs/METHOD.md §10: measure before tuning, at fixed lengths):
 
 1. the server for the point's configuration is running (started once and reused by every workload
    and repeat with the same server arguments; a configuration that cannot start is recorded for each

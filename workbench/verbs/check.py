@@ -14,8 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "check",
         help="environment pre-flight: versions vs verified matrix, CANN, npu-smi, driver/firmware, device, /dev/shm",
-        description="Check this machine against the verified vllm-ascend combinations and the source's "
-        "ten-minute pre-flight. NPU items are skipped (with the reason) on machines without an NPU. "
+        description="Check this machine against the verified vllm-ascend combinations and the "
+        "ten-minute pre-flight (docs/METHOD.md §2, §14). NPU items are skipped (with the reason) on machines without an NPU. "
         "Exit code 1 when any check fails.",
     )
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the report as JSON to OUT")

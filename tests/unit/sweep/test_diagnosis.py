@@ -1,4 +1,4 @@
-"""The source's reading rules, each fired by a hand-made row and silent on its near miss."""
+"""The reading rules of docs/METHOD.md §10–§12, each fired by a hand-made row and silent on its near miss."""
 
 from __future__ import annotations
 
