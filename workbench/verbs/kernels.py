@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ascend_backend.kernels import GraphMode
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -35,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--graph-mode",
         default="NONE",
-        choices=[m.value for m in GraphMode],
-        help="vLLM cudagraph_mode of the service (decode kernels depend on it from v0.12; default NONE = eager)",
+        metavar="MODE",
+        help="vLLM cudagraph_mode of the service: NONE (eager, default), PIECEWISE, FULL, FULL_DECODE_ONLY, "
+        "FULL_AND_PIECEWISE (decode kernels depend on it from vllm-ascend v0.12)",
     )
     parser.add_argument(
         "--pa-shape",
