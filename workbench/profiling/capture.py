@@ -33,7 +33,7 @@ import sys
 import time
 import zlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -152,13 +152,16 @@ def _settled(paths: list[Path], sizes: dict[Path, tuple[int, float]], now: float
     return steady and all(gzip_complete(p) for p in paths)
 
 
-def window_outputs(trace_dir: Path, prefix: str, device: Device) -> list[Path]:
+def window_outputs(trace_dir: Path, prefix: str, device: Device, since: float = 0.0) -> list[Path]:
     """The outputs of the window started with `prefix`: worker traces (CPU, CUDA) or *_ascend_pt dirs (NPU).
 
-    vLLM names them `<prefix>_<worker>`; the worker is `dp0_pp0_tp0_dcp0_ep0_rank0`-style.
+    vLLM names them `<prefix>_<worker>` (the worker is `dp0_pp0_tp0_dcp0_ep0_rank0`-style). A platform
+    whose worker ignores the prefix (an out-of-tree NPU worker may) is matched by time instead: the
+    outputs created since the window started (`since`, a time.time() value).
     """
     found = _npu_dirs(trace_dir) if device is Device.NPU else worker_traces(trace_dir)
-    return [p for p in found if p.name.startswith(f"{prefix}_")]
+    named = [p for p in found if p.name.startswith(f"{prefix}_")]
+    return named or [p for p in found if since and p.stat().st_mtime >= since]
 
 
 def wait_for_traces(
@@ -169,12 +172,13 @@ def wait_for_traces(
     timeout_s: float = TRACE_TIMEOUT_S,
     device: Device = Device.CPU,
     server: Server | None = None,
+    since: float = 0.0,
 ) -> list[Path]:
     """The ranks' outputs of window `prefix` once completely written; WorkbenchError naming what is missing."""
     deadline = time.monotonic() + timeout_s
     sizes: dict[Path, tuple[int, float]] = {}
     while True:
-        found = window_outputs(trace_dir, prefix, device)
+        found = window_outputs(trace_dir, prefix, device, since)
         files = [f for d in found for f in d.rglob("*") if f.is_file()] if device is Device.NPU else found
         if len(found) >= ranks and _settled(files, sizes, time.monotonic()):
             return found
@@ -239,12 +243,15 @@ def profile_window(
     tokenizer = tokenizer or load_tokenizer(model_dir(server.url, server.model))
     if workload.warmup_requests:
         _run(server, tokenizer, workload.warmup(), progress=False)
+    started = time.time()
     post(server.url, "/start_profile", {"profile_prefix": prefix})
     try:
         result = _run(server, tokenizer, workload.load(), progress)
     finally:
         post(server.url, "/stop_profile")
-    outputs = wait_for_traces(trace_dir, expected_ranks(recipe), prefix, device=recipe.device, server=server)
+    outputs = wait_for_traces(
+        trace_dir, expected_ranks(recipe), prefix, device=recipe.device, server=server, since=started
+    )
     return result, read_window(trace_dir, outputs, recipe.device)
 
 
@@ -295,8 +302,6 @@ def capture(
 
 def with_meta(profile: Profile, stamp: dict[str, Any], workload: CaptureWorkload, result: LoadResult) -> Profile:
     """The profile with provenance, the workload and its load summary in `meta`."""
-    from dataclasses import replace
-
     meta = {**profile.meta, "provenance": stamp, "workload": asdict(workload), "load": result.summary.flat()}
     return replace(profile, meta=meta)
 

@@ -88,7 +88,11 @@ def _rank_in_head(head: bytes) -> int | None:
 
 
 class _Builder:
-    """Accumulates events into typed arrays (private to `read_trace`)."""
+    """Accumulates events into typed arrays (private to `read_trace`).
+
+    `consume` is the hot loop (a million events in a few seconds): lookups are bound to locals and
+    each complete event costs a handful of dict reads and array appends.
+    """
 
     def __init__(self) -> None:
         self.names: dict[str, int] = {}
@@ -102,26 +106,35 @@ class _Builder:
         self.process_labels: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
 
-    def add(self, event: dict[str, Any]) -> None:
-        phase = event.get("ph")
-        if phase == "X":
-            self._complete(event)
-        elif phase == "M":
-            self._metadata(event)
-
-    def _complete(self, event: dict[str, Any]) -> None:
-        try:
-            ts, dur = float(event["ts"]), float(event.get("dur") or 0.0)
-        except (KeyError, TypeError, ValueError):
-            return  # an event without a usable time carries nothing for the analysis
-        name, cat = str(event.get("name", "")), str(event.get("cat", ""))
-        pid, tid = event.get("pid"), event.get("tid")
-        self.name_id.append(self.names.setdefault(name, len(self.names)))
-        self.cat_id.append(self.cats.setdefault(cat, len(self.cats)))
-        self.pid.append(self.pids.setdefault(pid, len(self.pids)))
-        self.tid.append(self.tids.setdefault(tid, len(self.tids)))
-        self.ts.append(ts)
-        self.dur.append(dur)
+    def consume(self, events: Iterator[Any]) -> None:
+        names, cats, pids, tids = self.names, self.cats, self.pids, self.tids
+        add_name, add_cat, add_pid, add_tid = (
+            self.name_id.append,
+            self.cat_id.append,
+            self.pid.append,
+            self.tid.append,
+        )
+        add_ts, add_dur = self.ts.append, self.dur.append
+        for event in events:
+            if not isinstance(event, dict):
+                continue
+            phase = event.get("ph")
+            if phase == "M":
+                self._metadata(event)
+                continue
+            if phase != "X":
+                continue
+            try:
+                ts, dur = float(event["ts"]), float(event.get("dur") or 0.0)
+            except (KeyError, TypeError, ValueError):
+                continue  # an event without a usable time carries nothing for the analysis
+            name, cat, pid, tid = event.get("name", ""), event.get("cat", ""), event.get("pid"), event.get("tid")
+            add_name(names[name] if name in names else names.setdefault(name, len(names)))
+            add_cat(cats[cat] if cat in cats else cats.setdefault(cat, len(cats)))
+            add_pid(pids[pid] if pid in pids else pids.setdefault(pid, len(pids)))
+            add_tid(tids[tid] if tid in tids else tids.setdefault(tid, len(tids)))
+            add_ts(ts)
+            add_dur(dur)
 
     def _metadata(self, event: dict[str, Any]) -> None:
         args = event.get("args") or {}
@@ -134,18 +147,21 @@ class _Builder:
             self.thread_names[(pid, event.get("tid"))] = str(args.get("name", ""))
 
     def table(self, path: Path, rank: int | None) -> TraceTable:
-        ts = np.frombuffer(self.ts, dtype=np.float64) if len(self.ts) else np.empty(0)
+        def column(values: array, dtype: Any) -> np.ndarray:
+            return np.frombuffer(values, dtype=dtype).copy() if len(values) else np.empty(0, dtype)
+
+        ts = column(self.ts, np.float64)
         base = float(ts.min()) if len(ts) else 0.0
         return TraceTable(
             path=path,
-            names=tuple(self.names),
-            categories=tuple(self.cats),
-            name_id=np.frombuffer(self.name_id, dtype=np.int32).copy() if len(self.name_id) else np.empty(0, np.int32),
-            cat_id=np.frombuffer(self.cat_id, dtype=np.int32).copy() if len(self.cat_id) else np.empty(0, np.int32),
-            pid=np.frombuffer(self.pid, dtype=np.int64).copy() if len(self.pid) else np.empty(0, np.int64),
-            tid=np.frombuffer(self.tid, dtype=np.int64).copy() if len(self.tid) else np.empty(0, np.int64),
+            names=tuple(str(n) for n in self.names),
+            categories=tuple(str(c) for c in self.cats),
+            name_id=column(self.name_id, np.int32),
+            cat_id=column(self.cat_id, np.int32),
+            pid=column(self.pid, np.int64),
+            tid=column(self.tid, np.int64),
             ts=ts - base,
-            dur=np.frombuffer(self.dur, dtype=np.float64).copy() if len(self.dur) else np.empty(0),
+            dur=column(self.dur, np.float64),
             pids=tuple(self.pids),
             tids=tuple(self.tids),
             process_names=self.process_names,
@@ -173,9 +189,7 @@ def read_trace(path: Path) -> TraceTable:
     builder = _Builder()
     rank = _rank_in_head(_head(path))
     try:
-        for event in iter_events(path):
-            if isinstance(event, dict):
-                builder.add(event)
+        builder.consume(iter_events(path))
     except (ijson.JSONError, ijson.IncompleteJSONError, EOFError, OSError, ValueError) as exc:
         raise WorkbenchError(
             f"{path}: the trace is truncated or not JSON ({type(exc).__name__}: {str(exc)[:120]}); "

@@ -6,7 +6,8 @@ service_profiling_guide.md, "Analyze Data"). Files used (any subset; what is mis
 profile's notes, and a directory with none of them is an error naming them):
 
     step_trace_time.csv   the four-way split per step (see `ascend_steps`)
-    trace_view.json       the timeline; its 'Overlap Analysis' track when step_trace_time.csv is absent
+    trace_view.json       the timeline: vLLM's host scopes (VLLM_CUSTOM_SCOPES_FOR_PROFILING) as host phases,
+                          and its 'Overlap Analysis' track when step_trace_time.csv is absent
     kernel_details.csv    every device task: Name, Type, Accelerator Core, Start Time(us), Duration(us),
                           Step Id — top ops, kinds of work, and the split when nothing better exists
     op_statistic.csv      per op type totals (OP Type, Core Type, Count, Total Time(us)) without kernel_details
@@ -26,8 +27,9 @@ from pathlib import Path
 from workbench.errors import WorkbenchError
 from workbench.profiling import ascend_steps
 from workbench.profiling.ascend_csv import read_columns
-from workbench.profiling.chrome_trace import read_trace
-from workbench.profiling.model import NPU_MAPPING, OpStat, Profile, ProfileFormat, StepShare
+from workbench.profiling.chrome_trace import TraceTable, read_trace
+from workbench.profiling.model import NPU_MAPPING, HostPhase, OpStat, Profile, ProfileFormat, StepShare
+from workbench.profiling.torch_trace import host_of
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 KNOWN_FILES = ("step_trace_time.csv", "trace_view.json", "kernel_details.csv", "op_statistic.csv", "communication.json")
@@ -57,14 +59,13 @@ def rank_of(output_dir: Path, position: int) -> str:
     return str(position)
 
 
-def _steps(output_dir: Path, rank: str, notes: list[str]) -> tuple[list[StepShare], bool]:
+def _steps(output_dir: Path, rank: str, trace: TraceTable | None, notes: list[str]) -> tuple[list[StepShare], bool]:
     """(steps, whole_window) from the best source present (see `ascend_steps`)."""
     table = output_dir / "step_trace_time.csv"
     if table.is_file():
         return ascend_steps.steps_from_table(table, rank)
-    trace_view = output_dir / "trace_view.json"
-    if trace_view.is_file():
-        steps, whole = ascend_steps.steps_from_overlap_track(read_trace(trace_view), rank)
+    if trace is not None:
+        steps, whole = ascend_steps.steps_from_overlap_track(trace, rank)
         if steps:
             notes.append(f"rank {rank}: shares from trace_view.json's Overlap Analysis track (no step_trace_time.csv)")
             return steps, whole
@@ -127,6 +128,7 @@ def read_torch_npu(root: Path, dirs: list[Path] | None = None) -> Profile:
         )
     steps: list[StepShare] = []
     ops: list[OpStat] = []
+    host: list[HostPhase] = []
     notes: list[str] = []
     whole_window = False
     for position, output_dir in enumerate(dirs):
@@ -137,7 +139,9 @@ def read_torch_npu(root: Path, dirs: list[Path] | None = None) -> Profile:
                 "(run torch_npu.profiler.profiler.analyse on its *_ascend_pt directory)"
             )
         rank = rank_of(output_dir, position)
-        rank_steps, whole = _steps(output_dir, rank, notes)
+        trace = read_trace(output_dir / "trace_view.json") if (output_dir / "trace_view.json").is_file() else None
+        host += host_of(trace, rank) if trace is not None else []
+        rank_steps, whole = _steps(output_dir, rank, trace, notes)
         steps += rank_steps
         whole_window |= whole and bool(rank_steps)
         rank_ops = _ops(output_dir, rank, notes)
@@ -149,5 +153,13 @@ def read_torch_npu(root: Path, dirs: list[Path] | None = None) -> Profile:
             "no step_trace_time.csv, trace_view.json Overlap Analysis track or kernel_details.csv: no time shares"
         )
     return Profile(
-        str(root), ProfileFormat.TORCH_NPU, "npu", NPU_MAPPING, tuple(steps), tuple(ops), (), tuple(notes), whole_window
+        str(root),
+        ProfileFormat.TORCH_NPU,
+        "npu",
+        NPU_MAPPING,
+        tuple(steps),
+        tuple(ops),
+        tuple(host),
+        tuple(notes),
+        whole_window,
     )

@@ -210,3 +210,25 @@ def test_a_csv_without_the_needed_columns_names_them(tmp_path):
     (out / "kernel_details.csv").write_text("Name,Foo\nx,1\n")
     with pytest.raises(WorkbenchError, match=r"kernel_details.csv: no column 'Start Time\(us\)'"):
         read_profile(tmp_path)
+
+
+def test_vllm_host_scopes_in_trace_view_become_host_phases(fixtures, tmp_path):
+    """A vllm-ascend capture with VLLM_CUSTOM_SCOPES_FOR_PROFILING=1: its scopes are CPU events of trace_view."""
+    out = tmp_path / "h_1_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    source = next((fixtures / "torch_npu_tp2").rglob("step_trace_time.csv"))
+    shutil.copy(source, out / "step_trace_time.csv")
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": name, "pid": 5, "tid": 5, "ts": str(1.7e15 + start), "dur": dur}
+        for name, start, dur in (
+            ("execute_context_0(0)_generation_2(2)", 0, 900.0),
+            ("gpu_model_runner: sample", 700, 150.0),
+            ("execute_context_0(0)_generation_2(2)", 1000, 900.0),
+            ("gpu_model_runner: sample", 1700, 120.0),
+        )
+    ]
+    (out / "trace_view.json").write_text(json.dumps(events))
+    host = {h.phase: h for h in read_profile(tmp_path).host}
+    assert host["gpu_model_runner: sample"].total_us == pytest.approx(270.0)
+    assert host["gpu_model_runner: sample"].calls == 2
+    assert any(p.startswith("between steps") and h.total_us == pytest.approx(100.0) for p, h in host.items())

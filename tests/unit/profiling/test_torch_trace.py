@@ -144,3 +144,32 @@ def test_cuda_kernels_are_the_device_time(tmp_path):
         600,
     )
     assert {o.name for o in profile.ops} == {"ampere_sgemm_128x64", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"}
+
+
+def test_self_times_on_a_random_call_tree_match_its_construction(tmp_path):
+    """Nested calls on two threads built from a random tree: each call's self time is known by
+    construction (its duration minus its children's), whatever the vectorised nesting computes."""
+    import numpy as np
+
+    from workbench.profiling.torch_trace import OP_CATEGORIES, _category_mask, self_times
+
+    rng = np.random.default_rng(7)
+    events, expected = [], {}
+
+    def call(start, length, depth, tid):
+        name = f"op{len(events)}"
+        events.append(_x(name, start, start + length, tid=tid))
+        children, cursor = 0.0, start + 1
+        while depth < 4 and cursor < start + length - 4 and rng.random() < 0.7:
+            size = float(rng.integers(1, max(2, int(start + length - cursor - 2))))
+            call(cursor, size, depth + 1, tid)
+            children += size
+            cursor += size + float(rng.integers(0, 3))
+        expected[name] = length - children
+
+    for tid in (1, 2):
+        call(0.0, 5000.0, 0, tid)
+    table = read_trace(write_trace(tmp_path / "t.pt.trace.json.gz", events))
+    selftime = self_times(table, _category_mask(table, OP_CATEGORIES))
+    got = {table.names[i]: s for i, s in zip(table.name_id, selftime)}
+    assert len(expected) > 20 and got == pytest.approx(expected)
