@@ -84,3 +84,23 @@ def test_user_errors_exit_2_with_one_line(tiny_llama_dir, tmp_path, capsys):
     assert "pass --token-ids instead of --prompt" in capsys.readouterr().err
     assert main(["compare-dumps", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_engine_dump_flags_are_checked_before_a_server_starts(tiny_llama_dir, tmp_path, capsys):
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "keep.txt").write_text("earlier dump")
+    cases = [
+        (["--recipe", "cpu-tiny", "--token-ids", "1,2", "--out", str(tmp_path / "a")], "--token-ids belongs to --model"),
+        (["--recipe", "cpu-tiny", "--prompt", "x", "--dtype", "float32", "--out", str(tmp_path / "a")],
+         "--dtype belongs to --model"),
+        (["--recipe", "cpu-tiny", "--prompt", "x", "--steps", "0", "--out", str(tmp_path / "a")], "at least one"),
+        (["--recipe", "cpu-tiny", "--prompt", "x", "--layers", "3-1", "--out", str(tmp_path / "a")], "--layers"),
+        (["--recipe", "cpu-tiny", "--prompt", "x", "--out", str(used)], "already exists and is not empty"),
+        (["--model", str(tiny_llama_dir), "--token-ids", "1", "--steps", "3", "--out", str(tmp_path / "b")],
+         "--steps belongs to --recipe"),
+    ]  # fmt: skip
+    for argv, words in cases:
+        assert main(["dump", *argv]) == 2, argv
+        assert words in capsys.readouterr().err, argv
+    assert (used / "keep.txt").read_text() == "earlier dump" and not (tmp_path / "a").exists()
