@@ -89,3 +89,22 @@ def mixed_model(float_state, ranges):
     plan = plan_layers(prefixes, QuantType.W8A8, keep_float=["model.layers.0.mlp.*"])
     plan.update({p: QuantType.W8A8_DYNAMIC for p in prefixes if p.startswith("model.layers.1.")})
     return quantize_model(float_state, plan, torch.bfloat16, ranges)
+
+
+@pytest.fixture(scope="session")
+def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workbench cache holding the prepared `tiny` model (built once per session, in seconds)."""
+    from workbench import embedded_models
+
+    root = tmp_path_factory.mktemp("workbench-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ASCEND_WORKBENCH_CACHE", str(root))
+        embedded_models.prepare("tiny")
+    return root
+
+
+@pytest.fixture
+def tiny_env(tiny_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the workbench at the session's cache; returns the tiny model directory."""
+    monkeypatch.setenv("ASCEND_WORKBENCH_CACHE", str(tiny_cache))
+    return tiny_cache / "models" / "tiny"
