@@ -62,8 +62,8 @@ def static_activation_params(minimum: float, maximum: float, scale_dtype: torch.
 def quantize_static(x: torch.Tensor, scale_reciprocal: torch.Tensor, offset: torch.Tensor | float) -> torch.Tensor:
     """x [..., K] -> int8, `round(x * scale_reciprocal + offset)` in float32 (npu_quantize, div_mode=False).
 
-    `scale_reciprocal` and `offset` broadcast over the last dim ([K] or a scalar); the caller computes the
-    reciprocal the way the deployment does (vllm-ascend: `1 / input_scale` in the model's dtype).
+    `scale_reciprocal` and `offset` broadcast over the last dim ([K] or a scalar). The native op passes
+    `1 / s_x` in float32; vllm-ascend hands the kernel `1 / input_scale` rounded to the model's dtype.
     """
     y = x.float() * scale_reciprocal.float() + (offset.float() if isinstance(offset, torch.Tensor) else offset)
     return torch.round(y).clamp(INT8_MIN, INT8_MAX).to(torch.int8)

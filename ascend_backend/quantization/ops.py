@@ -14,6 +14,9 @@ On an NPU each op makes exactly the calls vllm-ascend makes for an msmodelslim c
       y = torch_npu.npu_quant_matmul(x_q, weight, weight_scale, pertoken_scale=pertoken_scale,
                                      bias=bias, output_dtype=x.dtype)
 
+On an NPU, float32 activations fall back to the native path (the kernel has no float32 output), and a
+float deq_scale is converted to the form a checkpoint stores for the output dtype.
+
 `weight` is [K, N] int8: vllm-ascend transposes the checkpoint's [N, K] once after loading, and so do
 our layers. Natively the ops run the integer path of `arithmetic`: int8 activations, an exact int8 x
 int8 -> int32 product, then the float dequantization, in float32, cast to x's dtype at the end.
@@ -24,7 +27,13 @@ from __future__ import annotations
 import torch
 
 from ascend_backend.device import torch_npu
-from ascend_backend.quantization.arithmetic import int8_matmul, quantize_dynamic, quantize_static, unpack_deq_scale
+from ascend_backend.quantization.arithmetic import (
+    int8_matmul,
+    pack_deq_scale,
+    quantize_dynamic,
+    quantize_static,
+    unpack_deq_scale,
+)
 from ascend_backend.registry import REGISTRY, Backend
 
 _STATIC_DOC = "y = (int8(x*(1/s_x)+z_x) @ w_q + quant_bias) * deq_scale; int32 accumulation (npu_quant_matmul)"
@@ -66,8 +75,9 @@ def w8a8_linear_native(
     deq_scale: torch.Tensor,
     quant_bias: torch.Tensor,
 ) -> torch.Tensor:
-    # The reciprocal is taken in the scale's own dtype, as vllm-ascend does before npu_quantize.
-    x_q = quantize_static(_flat(x), 1 / input_scale, input_offset.float())  # [T, K] int8
+    # The reference divides in float32; vllm-ascend's NPU path multiplies by a reciprocal rounded to the
+    # model dtype, which moves a few activations by one int8 step (the op suite measures it on the NPU).
+    x_q = quantize_static(_flat(x), 1 / input_scale.float(), input_offset.float())  # [T, K] int8
     acc = int8_matmul(x_q, weight) + quant_bias.to(torch.int32)  # [T, N] int32, exact
     scale = unpack_deq_scale(deq_scale) if deq_scale.dtype == torch.int64 else deq_scale.float()
     return (acc.float() * scale).to(x.dtype).reshape(*x.shape[:-1], weight.shape[1])
@@ -84,7 +94,14 @@ def w8a8_dynamic_linear_native(
     return y.to(x.dtype).reshape(*x.shape[:-1], weight.shape[1])
 
 
-@REGISTRY.register("w8a8_linear", Backend.NPU)
+def _npu_output_dtype(x: torch.Tensor, *_args: object) -> str | None:
+    """Per-call guard: npu_quant_matmul writes float16 or bfloat16 (or int8), never float32."""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return None
+    return f"npu_quant_matmul has no {x.dtype} output; float32 activations run the native integer path"
+
+
+@REGISTRY.register("w8a8_linear", Backend.NPU, supports=_npu_output_dtype)
 def w8a8_linear_npu(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -97,11 +114,14 @@ def w8a8_linear_npu(
     k = weight.shape[0]
     reciprocal = 1 / input_scale.repeat(k)  # [K] in the model dtype
     offset = input_offset.repeat(k).to(reciprocal.dtype)  # [K]
+    if deq_scale.is_floating_point():
+        # The kernel takes what a checkpoint stores: float32 for bf16 output, int64-packed for fp16.
+        deq_scale = pack_deq_scale(deq_scale) if x.dtype == torch.float16 else deq_scale.float()
     x_q = npu.npu_quantize(x, reciprocal, offset, torch.qint8, -1, False)
     return npu.npu_quant_matmul(x_q, weight, deq_scale, bias=quant_bias, output_dtype=x.dtype)
 
 
-@REGISTRY.register("w8a8_dynamic_linear", Backend.NPU)
+@REGISTRY.register("w8a8_dynamic_linear", Backend.NPU, supports=_npu_output_dtype)
 def w8a8_dynamic_linear_npu(
     x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ascend_backend.ops import build_cos_sin_cache
+from ascend_backend.quantization import ActivationRange, QuantType, quantize_linear
 from workbench.errors import WorkbenchError
 
 
@@ -82,6 +83,25 @@ def _linear(p: Params, g: torch.Generator) -> OpInputs:
     out_features = max(hidden // 2, 1)
     weight = torch.randn(out_features, hidden, generator=g) / hidden**0.5
     return OpInputs((torch.randn(tokens, hidden, generator=g), weight, 0.1 * torch.randn(out_features, generator=g)))
+
+
+def _w8a8(p: Params, g: torch.Generator, quant_type: QuantType) -> OpInputs:
+    """A linear of the `linear` builder's shape quantized to W8A8, as the checkpoint loader hands it to the op.
+
+    Static: (x, weight [K, N] int8, input_scale [1], input_offset [1] int8, deq_scale [N], quant_bias [N]
+    int32); dynamic: (x, weight [K, N] int8, weight_scale [N], bias [N]). Scales are exact in bf16, and
+    the static range comes from x itself (calibrated on the data it runs).
+    """
+    x, weight, bias = _linear(p, g).args
+    activation = ActivationRange(float(x.min()), float(x.max()), x.shape[0])
+    layer = quantize_linear(weight, bias, quant_type, torch.bfloat16, activation)
+    weight_t = layer.weight.t().contiguous()
+    if quant_type is QuantType.W8A8_DYNAMIC:
+        return OpInputs((x, weight_t, layer.weight_scale, layer.bias))
+    offset = torch.tensor([layer.input_offset], dtype=torch.int8)
+    return OpInputs(
+        (x, weight_t, layer.input_scale.reshape(1), offset, layer.static_deq_scale(), layer.static_quant_bias())
+    )
 
 
 def _rotary(p: Params, g: torch.Generator) -> OpInputs:
@@ -194,6 +214,8 @@ BUILDERS: dict[str, tuple[Callable[[Params, torch.Generator], OpInputs], tuple[s
     "gelu": (_unary, TOKEN_PARAMS),
     "gelu_tanh": (_unary, TOKEN_PARAMS),
     "linear": (_linear, TOKEN_PARAMS),
+    "w8a8_linear": (lambda p, g: _w8a8(p, g, QuantType.W8A8), TOKEN_PARAMS),
+    "w8a8_dynamic_linear": (lambda p, g: _w8a8(p, g, QuantType.W8A8_DYNAMIC), TOKEN_PARAMS),
     "rotary_embedding": (_rotary, TOKEN_PARAMS),
     "quick_gelu": (_unary, TOKEN_PARAMS),
     "gemma_rms_norm": (_gemma_norm, TOKEN_PARAMS),

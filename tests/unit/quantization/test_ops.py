@@ -86,7 +86,7 @@ def test_low_precision_outputs_round_the_float32_result(dtype):
     packed = w8a8_linear(x_low, weight_t, scale, offset, pack_deq_scale(deq), qbias)
     assert torch.equal(out, packed)
     # Exact int64 integers, then the float32 dequantization and one rounding to the output dtype.
-    recip = (1 / scale).float()
+    recip = 1 / scale.float()
     x_q = torch.round(x_low.float() * recip + float(offset)).clamp(-128, 127).to(torch.int64)
     full = ((x_q @ layer.weight.t().to(torch.int64) + qbias).float() * deq).to(dtype)
     torch.testing.assert_close(out, full, rtol=0, atol=0)
