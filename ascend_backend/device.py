@@ -65,7 +65,9 @@ ATB_FIX = (
 # op-plugin's own words when libop_plugin_atb.so cannot load (op_plugin/python/atb/_atb_ops.py, 7.0.0..master):
 # "Please check that the nnal package is installed" (libatb.so missing) or "Please check the version of the
 # NNAL package" (undefined symbol); a bare libatb.so / libop_plugin_atb.so loader error means the same.
-_NNAL_MESSAGE = re.compile(r"check (that )?the nnal package|check the version of the nnal|lib(op_plugin_)?atb\.so", re.I)
+_NNAL_MESSAGE = re.compile(
+    r"check (that )?the nnal package|check the version of the nnal|lib(op_plugin_)?atb\.so", re.I
+)
 _CANN_LIBS = re.compile(r"lib(ascendcl|hccl|opapi|ge_runner|runtime|acl_op_compiler|nnopbase)\w*\.so")
 
 

@@ -11,6 +11,16 @@ from ascend_backend.ops.norm import add_rms_norm, gemma_add_rms_norm, gemma_rms_
 from ascend_backend.ops.rotary import build_cos_sin_cache, rotary_embedding
 
 __all__ = [
-    "add_rms_norm", "build_cos_sin_cache", "gelu", "gelu_tanh", "gemma_add_rms_norm", "gemma_rms_norm", "linear",
-    "mrope", "quick_gelu", "rms_norm", "rotary_embedding", "silu_and_mul",
+    "add_rms_norm",
+    "build_cos_sin_cache",
+    "gelu",
+    "gelu_tanh",
+    "gemma_add_rms_norm",
+    "gemma_rms_norm",
+    "linear",
+    "mrope",
+    "quick_gelu",
+    "rms_norm",
+    "rotary_embedding",
+    "silu_and_mul",
 ]
