@@ -17,6 +17,11 @@
     comparison = compare_runs(float_dir, w8a8_dir); print(comparison.text()); comparison.table()
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from workbench.evaluate.datasets import (
     Dataset,
     DatasetKind,
@@ -25,11 +30,24 @@ from workbench.evaluate.datasets import (
     calibration_texts,
     load_dataset,
 )
-from workbench.evaluate.execution import Limits, Outcome, run_problem
-from workbench.evaluate.report import compare_runs, summarize_run, summary_table
-from workbench.evaluate.runner import Measure, Settings, evaluate
+
+# The rest is imported on first use: the report's verdicts come from workbench.accuracy.metrics, which
+# imports torch, and a caller that only wants calibration prompts should not pay for that.
+_LAZY = {
+    "Limits": "execution", "Outcome": "execution", "run_problem": "execution", "compare_runs": "report",
+    "summarize_run": "report", "summary_table": "report", "Measure": "runner", "Settings": "runner",
+    "evaluate": "runner", "comparison_figure": "charts",
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"workbench.evaluate.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'workbench.evaluate' has no attribute {name!r}")
+
 
 __all__ = [
     "Dataset", "DatasetKind", "Limits", "Measure", "Outcome", "Problem", "Settings", "calibration_set",
-    "calibration_texts", "compare_runs", "evaluate", "load_dataset", "run_problem", "summarize_run", "summary_table",
+    "calibration_texts", "compare_runs", "comparison_figure", "evaluate", "load_dataset", "run_problem",
+    "summarize_run", "summary_table",
 ]  # fmt: skip

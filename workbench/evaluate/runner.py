@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,13 +136,19 @@ def execution_record(problem: Problem, greedy: dict[str, Any], limits: Limits) -
     return {"kind": "execution", "id": problem.id, "text_sha": sha(greedy["text"]), **result.to_json()}
 
 
+def _recorded(store: RecordFile, kind: str, problem: Problem) -> bool:
+    """True when the last `kind` record of `problem` is a result (not missing, not a failed request)."""
+    record = store.records(kind).get(problem.id)
+    return record is not None and "error" not in record
+
+
 def _todo(problem: Problem, store: RecordFile, measures: frozenset[Measure]) -> frozenset[Measure]:
     """The request-based measures this problem still needs (NLL only where there is a reference)."""
     todo = set()
-    if Measure.NLL in measures and problem.reference and "error" in store.records("nll").get(problem.id, {"error": 1}):
+    if Measure.NLL in measures and problem.reference and not _recorded(store, "nll", problem):
         todo.add(Measure.NLL)
     wants_greedy = Measure.GREEDY in measures or (Measure.PASS_AT_1 in measures and problem.executable)
-    if wants_greedy and "error" in store.records("greedy").get(problem.id, {"error": 1}):
+    if wants_greedy and not _recorded(store, "greedy", problem):
         todo.add(Measure.GREEDY)
     return frozenset(todo)
 
@@ -157,10 +164,7 @@ def _needs_execution(problem: Problem, store: RecordFile, measures: frozenset[Me
     return None if done is not None and done.get("text_sha") == sha(greedy["text"]) else greedy
 
 
-def evaluate_dataset(
-    dataset: Dataset, store: RecordFile, context: _Context, *, progress: bool = True,
-    on_record: Callable[[dict[str, Any]], None] | None = None,
-) -> None:  # fmt: skip
+def evaluate_dataset(dataset: Dataset, store: RecordFile, context: _Context, *, progress: bool = True) -> None:
     """Measure every problem of `dataset` that `store` does not hold yet; records are appended as they come."""
     measures = context.settings.measures
     todo = {p.id: _todo(p, store, measures) for p in dataset.problems}
@@ -173,29 +177,33 @@ def evaluate_dataset(
         futures: dict[Future, Problem] = {
             pool.submit(measure_problem, p, todo[p.id], context): p for p in pending if todo[p.id]
         }
-        for problem in [p for p in pending if not todo[p.id]]:  # only the execution was missing
-            _finish(problem, [], store, context, on_record)
-            bar.update()
-        for future in as_completed(futures):
-            _finish(futures[future], future.result(), store, context, on_record)
+        finished = [([], p) for p in pending if not todo[p.id]]  # only the execution was missing
+        arriving = ((f.result(), futures[f]) for f in as_completed(futures))  # lazily: written as each lands
+        for records, problem in itertools.chain(finished, arriving):
+            _finish(problem, records, store, context)
+            bar.set_postfix_str(_running_totals(store), refresh=False)
             bar.update()
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: queued problems are dropped, written ones kept
         bar.close()
 
 
-def _finish(problem: Problem, records: list[dict[str, Any]], store: RecordFile, context: _Context,
-            on_record: Callable[[dict[str, Any]], None] | None) -> None:  # fmt: skip
+def _running_totals(store: RecordFile) -> str:
+    """'nll 1.234, pass 3/10' for the progress bar."""
+    nll = [r for r in store.records("nll").values() if "error" not in r]
+    tokens = sum(r["n_tokens"] for r in nll)
+    text = f"nll {sum(r['nll_sum'] for r in nll) / tokens:.3f}" if tokens else "nll -"
+    executed = store.records("execution").values()
+    return text + (f", pass {sum(r['outcome'] == 'passed' for r in executed)}/{len(executed)}" if executed else "")
+
+
+def _finish(problem: Problem, records: list[dict[str, Any]], store: RecordFile, context: _Context) -> None:
+    """Append the problem's records, then run its completion against the tests when pass@1 still needs it."""
     for record in records:
         store.append(record)
-        if on_record:
-            on_record(record)
     greedy = _needs_execution(problem, store, context.settings.measures)
     if greedy is not None:
-        record = execution_record(problem, greedy, context.settings.limits)
-        store.append(record)
-        if on_record:
-            on_record(record)
+        store.append(execution_record(problem, greedy, context.settings.limits))
 
 
 def open_tokenizer(client: httpx.Client, target: Target, tokenizer_dir: Path | None) -> Any:

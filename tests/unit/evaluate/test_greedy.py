@@ -27,3 +27,10 @@ def test_totals_weigh_problems_equally_and_tokens_separately() -> None:
     assert total.problems == 2 and total.mean == 0.75 and total.token_weighted == 5 / 6
     assert total.exact_match_rate == 0.5
     assert math.isnan(total_agreement([]).mean)
+
+
+def test_code_stops_fit_the_openai_limit_of_four() -> None:
+    # vLLM 0.32 rejects a request with more than 4 stop strings (HTTP 400), as the OpenAI API does.
+    from workbench.evaluate.greedy import CODE_STOP
+
+    assert 1 <= len(CODE_STOP) <= 4 and all(stop.startswith("\n") for stop in CODE_STOP)
