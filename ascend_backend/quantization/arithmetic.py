@@ -86,7 +86,8 @@ def int8_matmul(x_q: torch.Tensor, w_t: torch.Tensor) -> torch.Tensor:
 
     Computed as float32 GEMMs over K-chunks of 1024 (exact, see _EXACT_FP32_CHUNK) whose partial sums
     are added in int32 — the accumulation an int8 GEMM unit does, at the speed of the float32 BLAS
-    (torch's CPU `_int_mm` is several times slower here). Overflow cannot occur below K = 2**17.
+    (torch 2.13's CPU `_int_mm` measured 12-18x slower at 32 and 512 tokens of SmolLM2's shapes on an
+    AVX2 machine). Overflow cannot occur below K = 2**17.
     """
     if x_q.dtype != torch.int8 or w_t.dtype != torch.int8:
         raise TypeError(f"int8_matmul takes int8 operands, got {x_q.dtype} and {w_t.dtype}")

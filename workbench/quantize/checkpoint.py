@@ -13,6 +13,7 @@ the embedded models and is what `build_into` serves).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -61,7 +62,7 @@ def quantize_checkpoint(request: QuantizeRequest, *, progress: bool = True) -> Q
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return QuantizeResult(**{**result.__dict__, "out": out})
+    return dataclasses.replace(result, out=out)
 
 
 def build_into(request: QuantizeRequest, target: Path, *, progress: bool = True) -> QuantizeResult:
