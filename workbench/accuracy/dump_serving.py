@@ -87,8 +87,12 @@ def capture_engine_dump(
     log_dir: Path | None = None,
     progress: bool = True,
 ) -> EngineDumpResult:
-    """Launch `recipe_name` with dumping on, send `prompt` greedily for `steps` tokens, stop, open the dump."""
-    from workbench.bisect.outputs import greedy_outputs
+    """Launch `recipe_name` with dumping on, send `prompt` greedily for `steps` tokens, stop, open the dump.
+
+    A request that fails after the engine finished recording (a NaN fault can make the answer
+    unserialisable) still leaves a whole dump: that is reported, not raised. A request that fails
+    before is a server failure, classified from the log.
+    """
     from workbench.recipes import load_serving_recipe
     from workbench.serving.crash import ServerFailure, false_ready
     from workbench.serving.server import launch, resolve_model
@@ -104,12 +108,36 @@ def capture_engine_dump(
         httpx.Client(timeout=REQUEST_TIMEOUT_S) as client,
     ):
         try:
-            (output,) = greedy_outputs(client, server.url, server.model, [prompt], max_tokens=steps, top_logprobs=1)
+            text = greedy_completion(client, server.url, server.model, prompt, steps)
         except httpx.HTTPError as exc:
-            log = server.log_path.read_text(errors="replace") if server.log_path else ""
-            raise ServerFailure(false_ready(f"the dump request: {exc}", log, server.log_path)) from None
+            if _recorded_steps(out) < steps:
+                log = server.log_path.read_text(errors="replace") if server.log_path else ""
+                raise ServerFailure(false_ready(f"the dump request: {exc}", log, server.log_path)) from None
+            text = f"(no answer: the request failed after the dump was taken: {exc})"
         log_path = server.log_path
-    return _read_result(out, prompt, output.text, resolve_model(recipe), log_path)
+    return _read_result(out, prompt, text, resolve_model(recipe), log_path)
+
+
+def greedy_completion(client: httpx.Client, url: str, model: str, prompt: str, max_tokens: int) -> str:
+    """One /v1/completions request, temperature 0, exactly `max_tokens` tokens (ignore_eos): the answer text.
+
+    No logprobs are asked for: the dump holds the tokens, and an engine under a NaN fault would answer
+    with NaN logprobs that JSON cannot carry.
+    """
+    payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True,
+               "seed": 0}  # fmt: skip
+    response = client.post(f"{url}/v1/completions", json=payload)
+    response.raise_for_status()
+    return str(response.json()["choices"][0]["text"])
+
+
+def _recorded_steps(out: Path) -> int:
+    """Steps of the first rank's dump that are final (0 when there is none yet)."""
+    ranks = _rank_dumps(out)
+    try:
+        return len(WorkbenchDump(ranks[0]).steps) if ranks else 0
+    except WorkbenchError:
+        return 0
 
 
 def _read_result(out: Path, prompt: str, text: str, model: str, log_path: Path | None) -> EngineDumpResult:
