@@ -32,6 +32,7 @@ from workbench.bisect.plan import FeaturePlan, compose
 from workbench.errors import WorkbenchError
 from workbench.provenance import provenance
 from workbench.recipes import ServingRecipe
+from workbench.serving.client import server_version
 from workbench.serving.crash import CrashReport, ServerFailure, false_ready
 
 STEPS_FILE = "steps.jsonl"

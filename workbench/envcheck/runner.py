@@ -102,7 +102,8 @@ def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Repo
         (Group.CANN, lambda: cann.check_cann(toolkit, presence, ctx)),
         (Group.NPU_SMI, lambda: npu_smi.check_npu_smi(reading, presence, ctx)),
         (Group.FIRMWARE, lambda: _firmware_checks(ctx, reading, toolkit)),
-        (Group.DEVICE, lambda: [probe.check_device_init(ctx, presence, stack.one("torch_npu") is not None)]),
+        (Group.DEVICE, lambda: [probe.check_device_init(ctx, presence, stack.one("torch_npu") is not None),
+                                *_kernel_checks(stack.one("torch_npu") is not None)]),
         (Group.SHM, lambda: [shm.check_shm(shm.read_shm(ctx.shm_path))]),
         (Group.BUILD, lambda: buildtools.check_build(ctx)),
         (Group.LOGGING, lambda: logging_env.check_logging(ctx)),
@@ -119,3 +120,12 @@ def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Repo
         ascend_root=str(ctx.ascend_root),
         matrix_files=tuple(str(p) for p in ctx.matrix_files),
     )
+
+
+def _kernel_checks(has_torch_npu: bool) -> list[CheckResult]:
+    """NNAL/ATB and the chosen NPU kernels, where torch_npu is installed (the checks import it)."""
+    if not has_torch_npu:
+        return []
+    from workbench.kernels import device_checks
+
+    return device_checks()

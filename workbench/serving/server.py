@@ -37,6 +37,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 from tqdm.auto import tqdm
@@ -47,6 +48,9 @@ from workbench.serving.client import healthy, served_model
 from workbench.serving.crash import CrashReport, ServerFailure, classify, start_timeout
 from workbench.serving.reaper import OrphanReaper
 from workbench.settings import run_dir, utc_stamp
+
+if TYPE_CHECKING:  # device_groups imports this module (cpu_threads_bind)
+    from workbench.serving.device_groups import DeviceGroup
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HOST = "127.0.0.1"
@@ -152,19 +156,29 @@ def plan_launch(
     extra_args: tuple[str, ...] = (),
     log_dir: Path | None = None,
     startup_timeout_s: float | None = None,
+    group: DeviceGroup | None = None,
 ) -> LaunchPlan:
-    """Turn a recipe into a command line and environment (resolving embedded models on the way)."""
+    """Turn a recipe into a command line and environment (resolving embedded models on the way).
+
+    With a `group` (workbench.serving.device_groups) the server is confined to that group's devices,
+    port block and KV share, so servers of other groups can run beside it; the group's variables win
+    over the caller's, so no two servers ever share a device.
+    """
     model = resolve_model(recipe)
-    port = port or free_port()
-    argv = [sys.executable, "-m", API_SERVER_MODULE, "--model", model, "--host", HOST, "--port", str(port)]
+    is_local = recipe.embedded_model is not None or recipe.local_model_path() is not None
+    env = launch_env(recipe, is_local, extra_env)
+    placed = group.launch(recipe, env) if group is not None else None
+    if placed is not None:
+        env = {**{k: v for k, v in env.items() if k not in placed.unset}, **placed.env}
+    port = port or (placed.port if placed is not None else free_port())
+    argv = [*(placed.prefix if placed else ()), sys.executable, "-m", API_SERVER_MODULE, "--model", model,
+            "--host", HOST, "--port", str(port)]
     if recipe.served_model_name:
         argv += ["--served-model-name", recipe.served_model_name]
     argv += ["--dtype", recipe.dtype.value]
     if recipe.max_model_len:
         argv += ["--max-model-len", str(recipe.max_model_len)]
-    argv += [*recipe.engine.cli_args(), *extra_args]
-    is_local = recipe.embedded_model is not None or recipe.local_model_path() is not None
-    env = launch_env(recipe, is_local, extra_env)
+    argv += [*recipe.engine.cli_args(), *extra_args, *(placed.args if placed else ())]
     log_path = (log_dir or run_dir("server-logs")) / f"{recipe.name}-{utc_stamp()}-{port}.log"
     return LaunchPlan(
         recipe_name=recipe.name,
@@ -388,6 +402,22 @@ def start(plan: LaunchPlan, *, progress: bool = True) -> Server:
     return server
 
 
+def require_atb(recipe: ServingRecipe) -> None:
+    """Refuse to start an NPU server whose attention kernels cannot load.
+
+    op-plugin loads NNAL/ATB only at the first `_npu_*` call, so `import torch_npu` succeeds and vLLM
+    would start, load weights for minutes and then fail in its first forward; asking up front costs
+    one small kernel call. Skipped where torch_npu is not usable in this process (the server's own
+    start then says why, classified by `workbench.serving.crash`).
+    """
+    from ascend_backend import device
+
+    status = device.atb_status()
+    if device.npu_status().available and not status.available:
+        raise WorkbenchError(f"recipe {recipe.name}: NPU kernels cannot load ({status.kind.value}: {status.detail}); "
+                             f"fix: {status.fix}")
+
+
 def launch(
     recipe: ServingRecipe,
     *,
@@ -398,6 +428,8 @@ def launch(
     progress: bool = True,
 ) -> Server:
     """Start a server from `recipe` and return it once healthy; `with launch(...) as server:` stops it."""
+    if recipe.device is Device.NPU:
+        require_atb(recipe)
     plan = plan_launch(
         recipe, extra_env=extra_env, extra_args=extra_args, log_dir=log_dir, startup_timeout_s=startup_timeout_s
     )

@@ -233,3 +233,19 @@ def test_tensor_parallel_recipe_binds_one_group_per_rank(tmp_path, monkeypatch):
     too_many = recipe.with_overrides(engine={"tensor_parallel_size": 4})
     with pytest.raises(WorkbenchError, match="4 CPU ranks .* need at least 4 cores"):
         launch_env(too_many, True, None)
+
+
+def test_an_npu_server_whose_atb_kernels_cannot_load_is_refused_before_starting(monkeypatch, tmp_path):
+    """op-plugin defers the NNAL/ATB load to the first kernel call: the launcher asks first, so the
+    user gets the fix instead of a server that fails minutes later in its first forward."""
+    from ascend_backend import device
+    from workbench.errors import WorkbenchError
+    from workbench.serving import server as server_mod
+
+    monkeypatch.setattr(device, "npu_status", lambda: device.NpuStatus(device.NpuUnavailable.AVAILABLE, "npu:0", ""))
+    monkeypatch.setattr(device, "atb_status", lambda: device.NpuStatus(
+        device.NpuUnavailable.ATB_MISSING, "libatb.so: cannot open shared object file", device.ATB_FIX))
+    monkeypatch.setattr(server_mod, "start", lambda *a, **k: pytest.fail("a server was started"))
+    recipe = load_serving_recipe("ascend-7b-chat").with_overrides(model=str(tmp_path))
+    with pytest.raises(WorkbenchError, match="NPU kernels cannot load .*libatb.so.*fix: install the NNAL package"):
+        server_mod.launch(recipe)
