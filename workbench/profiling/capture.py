@@ -59,13 +59,19 @@ ANALYSE_TIMEOUT_S = 1800.0
 
 @dataclass(frozen=True)
 class CaptureWorkload:
-    """The fixed load profiled: `num_prompts` requests of exact lengths, `concurrency` in flight."""
+    """The fixed load profiled: `num_prompts` requests of exact lengths, `concurrency` in flight.
+
+    The warm-up before the window runs the same shape at the same concurrency (`warmup_requests`
+    requests, the window's count by default): a staggered load reaches every batch size from 1 to
+    `concurrency`, and each one it reaches for the first time may make torch.compile compile — inside
+    the window that would be measured as the step's time (a 2 s compile was, with a 4-request warm-up).
+    """
 
     input_len: int = 128
     output_len: int = 32
     num_prompts: int = 16
     concurrency: int = 8
-    warmup_requests: int = 4
+    warmup_requests: int = 16
     seed: int = 0
 
     def load(self) -> Workload:
@@ -82,7 +88,7 @@ class CaptureWorkload:
             input_len=self.input_len,
             output_len=self.output_len,
             num_prompts=self.warmup_requests,
-            concurrency=self.warmup_requests,
+            concurrency=min(self.concurrency, self.warmup_requests),
             seed=self.seed + 1,
         )
 
@@ -221,6 +227,17 @@ class Capture:
     log_path: Path | None
 
 
+def server_tokenizer(server: Server) -> Any:
+    """The served model's own tokenizer (exact-length prompts need it); a clear error when it is not local."""
+    directory = model_dir(server.url, server.model)
+    if directory is None:
+        raise WorkbenchError(
+            f"{server.url} serves {server.model!r} from a path this machine cannot read; profiling "
+            "builds exact-length prompts with the model's tokenizer, so serve a local model directory"
+        )
+    return load_tokenizer(directory)
+
+
 def _run(server: Server, tokenizer: Any, workload: Workload, progress: bool) -> LoadResult:
     prompts = build_prompts(tokenizer, workload.num_prompts, workload.input_len, seed=workload.seed)
     return run_coroutine(run_load_async(server.url, server.model, prompts, workload, progress=progress))
@@ -240,7 +257,7 @@ def profile_window(
 
     `prefix` names this window's files (vLLM's `profile_prefix`), so one server can profile many windows.
     """
-    tokenizer = tokenizer or load_tokenizer(model_dir(server.url, server.model))
+    tokenizer = tokenizer or server_tokenizer(server)
     if workload.warmup_requests:
         _run(server, tokenizer, workload.warmup(), progress=False)
     started = time.time()

@@ -148,10 +148,13 @@ class _Builder:
 
     def table(self, path: Path, rank: int | None) -> TraceTable:
         def column(values: array, dtype: Any) -> np.ndarray:
-            return np.frombuffer(values, dtype=dtype).copy() if len(values) else np.empty(0, dtype)
+            # a view on the array's own buffer (it stays alive through the view): no second copy of a
+            # million-event trace at its peak
+            return np.frombuffer(values, dtype=dtype) if len(values) else np.empty(0, dtype)
 
         ts = column(self.ts, np.float64)
         base = float(ts.min()) if len(ts) else 0.0
+        ts -= base  # in place: µs since the first event
         return TraceTable(
             path=path,
             names=tuple(str(n) for n in self.names),
@@ -160,7 +163,7 @@ class _Builder:
             cat_id=column(self.cat_id, np.int32),
             pid=column(self.pid, np.int64),
             tid=column(self.tid, np.int64),
-            ts=ts - base,
+            ts=ts,
             dur=column(self.dur, np.float64),
             pids=tuple(self.pids),
             tids=tuple(self.tids),

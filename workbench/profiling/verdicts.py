@@ -4,6 +4,7 @@
     communication share over `communication_share`         -> COMMUNICATION_BOUND: lower the TP degree
     ranks spread over `slow_rank_spread` of the step time  -> SLOW_RANK (msprof-analyze's rule, below)
     long free time right before prefill<->decode switches  -> BUBBLES
+    torch.compile compiling inside the window (CPU/CUDA)   -> COMPILATION: a shape not seen before
     nothing fires                                          -> BALANCED, with the shares as evidence
 
 The slow-rank rule is msprof-analyze's `SlowRankAnalyzer` (Ascend/msprof-analyze @8399c1cd,
@@ -44,6 +45,7 @@ class Thresholds(Frozen):
     bubble_min_share: float = Field(0.05, ge=0, lt=1)
     min_steps: int = Field(3, ge=1)
     graph_mode_gain: float = Field(0.05, ge=0, lt=1)
+    compile_share: float = Field(0.01, ge=0, lt=1)
     source: Path | None = Field(None, exclude=True)
 
 
@@ -62,6 +64,7 @@ class VerdictKind(str, enum.Enum):
     COMMUNICATION_BOUND = "communication_bound"
     SLOW_RANK = "slow_rank"
     BUBBLES = "bubbles"
+    COMPILATION = "compilation"
     THIN_SAMPLE = "thin_sample"
     NO_SHARES = "no_shares"
     BALANCED = "balanced"
@@ -90,6 +93,9 @@ def dominant_host_phase(profile: Profile, rank: str) -> tuple[str, float] | None
 
 
 HOST_FIXES = {
+    "torch.compile": "torch.compile compiled a shape it had not seen, inside the window: warm up with the workload's "
+    "whole range of batch sizes and lengths before profiling; in production such shapes recompile again (graph "
+    "mode on dynamic shapes, docs/METHOD.md §13): pad or bucket lengths",
     "between steps": "the engine loop between steps (scheduling, output processing, IPC) dominates: give each "
     "step more work — raise max_num_seqs and the offered concurrency — and use graph mode (enforce_eager: false)",
     "schedule": "the scheduler dominates: larger, fewer steps (max_num_batched_tokens, max_num_seqs) amortise it",
@@ -247,6 +253,25 @@ def _bubbles(profile: Profile, t: Thresholds) -> list[Verdict]:
     return found
 
 
+def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
+    """torch.compile compiling inside the window (a host phase the torch trace reader reports)."""
+    totals = dict(zip(ranks["rank"].astype(str), ranks["total_us"].astype(float)))
+    found = []
+    for phase in profile.host:
+        total = totals.get(phase.rank, 0.0)
+        if "torch.compile" in phase.phase and total > 0 and phase.total_us / total > t.compile_share:
+            found.append(
+                Verdict(
+                    VerdictKind.COMPILATION,
+                    phase.rank,
+                    f"rank {phase.rank}: torch.compile compiled for {phase.total_us / 1000:.1f} ms inside the window "
+                    f"({_pct(phase.total_us / total)} of the profiled time): a shape the engine had not seen",
+                    HOST_FIXES["torch.compile"],
+                )
+            )
+    return found
+
+
 def judge(profile: Profile, t: Thresholds | None = None) -> list[Verdict]:
     """Every verdict that fires on `profile` (BALANCED when none does), most actionable first."""
     t = t or load_thresholds()
@@ -260,7 +285,13 @@ def judge(profile: Profile, t: Thresholds | None = None) -> list[Verdict]:
                 "capture with the step timeline (step_trace_time.csv / trace_view.json / a torch trace)",
             )
         ]
-    found = [*_host_bound(profile, ranks, t), *_communication(ranks, t), *_slow_rank(ranks, t), *_bubbles(profile, t)]
+    found = [
+        *_host_bound(profile, ranks, t),
+        *_communication(ranks, t),
+        *_slow_rank(ranks, t),
+        *_bubbles(profile, t),
+        *_compilation(profile, ranks, t),
+    ]
     thin = ranks[ranks["steps"] < t.min_steps] if not profile.whole_window else ranks.iloc[0:0]
     if not thin.empty:
         found.append(

@@ -173,3 +173,23 @@ def test_self_times_on_a_random_call_tree_match_its_construction(tmp_path):
     selftime = self_times(table, _category_mask(table, OP_CATEGORIES))
     got = {table.names[i]: s for i, s in zip(table.name_id, selftime)}
     assert len(expected) > 20 and got == pytest.approx(expected)
+
+
+def test_torch_compile_inside_the_window_is_host_time_with_its_own_verdict(tmp_path):
+    """A compile of a new shape inside the forward (vLLM's worker called torch.compile mid-window):
+    its time leaves Computing, shows as a host phase, and the COMPILATION verdict names it."""
+    from workbench.profiling.torch_trace import COMPILING
+    from workbench.profiling.verdicts import VerdictKind, judge
+
+    compile_events = [
+        _x("entire_frame_compile", 520, 680, "user_annotation"),
+        _x("compile_file (dynamo_timed)", 530, 670),
+    ]
+    profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz", EVENTS + compile_events)])
+    first = profile.steps[0]
+    assert first.computing_us == 480 - 160  # aten::add [500, 700) loses the compile's [520, 680)
+    assert {h.phase: h.total_us for h in profile.host}[COMPILING] == 160
+    kinds = {o.name: o.kind for o in profile.ops}
+    assert kinds["compile_file (dynamo_timed)"] == "torch.compile (compiling)"
+    compilation = [v for v in judge(profile) if v.kind is VerdictKind.COMPILATION]
+    assert compilation and "compiled for 0.2 ms inside the window" in compilation[0].evidence
