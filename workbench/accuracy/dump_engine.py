@@ -17,6 +17,7 @@ compared at. Both dumps must hold tensors (rows cannot be selected or split from
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,9 @@ class _Aligner:
         elif any(r is None for r in refs):
             missing = [m for m, r in zip(mapping.reference_modules, refs) if r is None]
             self.no_reference[mapping.engine_module] = f"the reference has no {', '.join(missing)}"
+        elif any(math.prod(r.shape[:-1]) != len(self.ref_ids) for r in refs):
+            shapes = ", ".join(str(list(r.shape)) for r in refs)
+            self.no_reference[mapping.engine_module] = f"the reference output ({shapes}) is not one row per token"
         else:
             self._pair(mapping, outputs, refs, self.steps[group[0].step])
 
