@@ -140,7 +140,7 @@ def read_torch_npu(root: Path, dirs: list[Path] | None = None) -> Profile:
             )
         rank = rank_of(output_dir, position)
         trace = read_trace(output_dir / "trace_view.json") if (output_dir / "trace_view.json").is_file() else None
-        host += host_of(trace, rank) if trace is not None else []
+        host += host_of(trace, rank, "npu") if trace is not None else []
         rank_steps, whole = _steps(output_dir, rank, trace, notes)
         steps += rank_steps
         whole_window |= whole and bool(rank_steps)

@@ -51,6 +51,7 @@ OP_CATEGORIES = ("cpu_op",)
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 BETWEEN_STEPS = "between steps (engine loop: scheduling, IPC, output processing)"
 COMPILING = "torch.compile compiling a new shape"
+BETWEEN_OPS = "model code between ops (Python, op dispatch)"
 
 
 def rank_of(table: TraceTable, path: Path, position: int) -> str:
@@ -213,8 +214,20 @@ def ops_of(table: TraceTable, rank: str, device: str) -> list[OpStat]:
     ]
 
 
-def host_of(table: TraceTable, rank: str) -> list[HostPhase]:
-    """vLLM's host scopes (sum of their durations) and the engine loop's time between steps."""
+def between_ops(table: TraceTable) -> float:
+    """CPU: time inside the model forward in no op at all — the model's Python and op dispatch between
+    kernels (µs). The CPU analogue of an NPU idling while its host launches the next operator."""
+    forward = intervals.merge(_events(table, table.mask_names(FORWARD)))
+    if not len(forward):
+        return 0.0
+    compute, communication = cpu_intervals(table)
+    occupied = intervals.merge(np.concatenate([compute, communication, compile_intervals(table)]))
+    return intervals.length(forward) - intervals.intersection_length(forward, occupied)
+
+
+def host_of(table: TraceTable, rank: str, device: str = "cpu") -> list[HostPhase]:
+    """vLLM's host scopes (sum of their durations), the engine loop's time between steps, torch.compile
+    compiling, and on CPU the model's own Python between ops."""
     phases = []
     mask = table.mask_names(SCOPE)
     if mask.any():
@@ -229,6 +242,8 @@ def host_of(table: TraceTable, rank: str) -> list[HostPhase]:
     compiling = compile_intervals(table)
     if len(compiling):
         phases.append(HostPhase(rank, COMPILING, intervals.length(compiling), len(compiling)))
+    if device == "cpu" and (gap := between_ops(table)) > 0:
+        phases.append(HostPhase(rank, BETWEEN_OPS, gap, int(table.mask_names(FORWARD).sum())))
     return phases
 
 
@@ -262,7 +277,7 @@ def read_torch_traces(files: list[Path] | tuple[Path, ...], source: Path | None 
             )
         steps += rank_steps
         ops += ops_of(table, rank, device)
-        host += host_of(table, rank)
+        host += host_of(table, rank, device)
     mapping = CUDA_MAPPING if device == "cuda" else CPU_MAPPING
     return Profile(
         str(source or files[0]),

@@ -30,7 +30,7 @@ from workbench.profiling.model import Profile
 from workbench.recipes import Frozen, load_recipe_file
 from workbench.settings import recipes_dir
 
-COMPUTE_PHASES = ("forward",)  # host scopes that are the model's compute itself, never "the host phase"
+COMPUTE_PHASES = ("gpu_model_runner: forward",)  # the scope holding the model's compute: never "the host phase"
 
 
 class Thresholds(Frozen):
@@ -93,6 +93,8 @@ def dominant_host_phase(profile: Profile, rank: str) -> tuple[str, float] | None
 
 
 HOST_FIXES = {
+    "between ops": "the model's own Python and op dispatch between kernels dominate: graph mode (enforce_eager: "
+    "false) removes most of it; larger batches (max_num_seqs, concurrency) give each op more work",
     "torch.compile": "torch.compile compiled a shape it had not seen, inside the window: warm up with the workload's "
     "whole range of batch sizes and lengths before profiling; in production such shapes recompile again (graph "
     "mode on dynamic shapes, docs/METHOD.md §13): pad or bucket lengths",

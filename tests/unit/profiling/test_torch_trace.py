@@ -193,3 +193,54 @@ def test_torch_compile_inside_the_window_is_host_time_with_its_own_verdict(tmp_p
     assert kinds["compile_file (dynamo_timed)"] == "torch.compile (compiling)"
     compilation = [v for v in judge(profile) if v.kind is VerdictKind.COMPILATION]
     assert compilation and "compiled for 0.2 ms inside the window" in compilation[0].evidence
+
+
+def _union(pairs):
+    merged = []
+    for a, b in sorted(pairs):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def _overlap(a_set, b_set):
+    return sum(max(0.0, min(b, d) - max(a, c)) for a, b in a_set for c, d in b_set)
+
+
+def test_a_real_vllm_cpu_tp2_capture(fixtures):
+    """Four engine steps of each rank of a real TP=2 capture of the tiny model (SOURCES.md), recomputed
+    here in plain Python from the JSON: Computing = ops starting inside the forward scope, collectives out."""
+    directory = fixtures / "vllm_cpu_tp2"
+    profile = read_profile(directory)
+    assert profile.ranks == ["0", "1"] and profile.device == "cpu"
+    for path in sorted(directory.glob("*.gz")):
+        rank = path.name.split("rank")[1][0]
+        events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+        span = lambda e: (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))  # noqa: E731
+        forward = _union(span(e) for e in events if e["name"] == "gpu_model_runner: forward")
+        ops = [e for e in events if e.get("cat") == "cpu_op"]
+        collective = _union(span(e) for e in ops if e["name"].startswith(("c10d::", "gloo:")))
+        inside = [
+            span(e)
+            for e in ops
+            if not e["name"].startswith(("c10d::", "gloo:")) and any(a <= float(e["ts"]) < b for a, b in forward)
+        ]
+        compute = _union(inside)
+        steps = sorted(float(e["ts"]) for e in events if e["name"].startswith("execute_context_"))
+        last = max(
+            span(e)[1] for e in events if e["name"].startswith("execute_context_") and float(e["ts"]) == steps[-1]
+        )
+        window = [(steps[0], last)]
+        expected_compute = _overlap(compute, window) - _overlap(
+            _union([(max(a, c), min(b, d)) for a, b in compute for c, d in collective if min(b, d) > max(a, c)]), window
+        )
+        ranks = profile.ranks_frame().set_index("rank")
+        assert ranks.loc[rank, "computing_us"] == pytest.approx(expected_compute, rel=1e-6)
+        assert ranks.loc[rank, "communication_us"] == pytest.approx(_overlap(collective, window), rel=1e-6)
+        assert ranks.loc[rank, "total_us"] == pytest.approx(last - steps[0], abs=0.01)
+    collectives = {(o.rank, o.name) for o in profile.ops if o.communication}
+    assert {("0", "c10d::allreduce_"), ("1", "c10d::allreduce_")} <= collectives
+    phases = [s.phase for s in profile.steps]
+    assert set(phases) <= {"prefill", "decode", "mixed"} and all(phases)
