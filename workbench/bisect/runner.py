@@ -12,6 +12,10 @@ Each step starts a real server (its own log), asks the first request, compares g
 prompts with the baseline's (see `outputs`), stops the server, and is appended to `steps.jsonl` before
 the next step starts. A rerun with the same output directory skips every step already recorded, so an
 interrupted bisect resumes where it stopped. Two steps with the same feature set share one record.
+
+With a device pool (`--parallel`, workbench.serving.device_groups) the "each feature alone" steps —
+independent of each other — run at once, one server per device group; this thread alone appends the
+records they hand back, so resuming works exactly as for a serial bisect.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,6 +40,7 @@ from workbench.provenance import provenance
 from workbench.recipes import ServingRecipe
 from workbench.serving.client import server_version
 from workbench.serving.crash import CrashReport, ServerFailure, false_ready
+from workbench.serving.device_groups import DeviceGroup, DevicePool, group_size
 
 STEPS_FILE = "steps.jsonl"
 
@@ -122,17 +129,24 @@ class StepStore:
 ProbeFn = Callable[[ServingRecipe, str, tuple[str, ...], str, Path], StepRecord]
 
 
-def probe_with_server(
-    plan: FeaturePlan, *, startup_timeout_s: float | None = None, progress: bool = False
-) -> ProbeFn:
-    """A probe that launches `recipe` for real, asks the greedy outputs and stops the server."""
+def probe_with_server(plan: FeaturePlan, *, startup_timeout_s: float | None = None, progress: bool = False) -> ProbeFn:
+    """A probe that launches `recipe` for real (in `group` when given), asks the greedy outputs, stops it."""
     from workbench.serving import server as server_mod
 
-    def probe(recipe: ServingRecipe, kind: str, features: tuple[str, ...], key: str, log_dir: Path) -> StepRecord:
+    def probe(
+        recipe: ServingRecipe,
+        kind: str,
+        features: tuple[str, ...],
+        key: str,
+        log_dir: Path,
+        group: DeviceGroup | None = None,
+    ) -> StepRecord:
         started_at = time.perf_counter()
         try:
-            server = server_mod.launch(recipe, log_dir=log_dir / key, startup_timeout_s=startup_timeout_s,
-                                       progress=progress)
+            launch = server_mod.plan_launch(
+                recipe, log_dir=log_dir / key, startup_timeout_s=startup_timeout_s, group=group
+            )
+            server = server_mod.start(launch, progress=progress)
         except ServerFailure as failure:
             return _failed(key, kind, features, failure.report, started=False, start_s=time.perf_counter() - started_at)
         start_s = time.perf_counter() - started_at
@@ -140,30 +154,70 @@ def probe_with_server(
             probe_at = time.perf_counter()
             try:
                 with httpx.Client(timeout=120.0) as client:
-                    outputs = greedy_outputs(client, server.url, server.model, plan.compare.prompts,
-                                             plan.compare.max_tokens, plan.compare.top_logprobs)
+                    outputs = greedy_outputs(
+                        client,
+                        server.url,
+                        server.model,
+                        plan.compare.prompts,
+                        plan.compare.max_tokens,
+                        plan.compare.top_logprobs,
+                    )
             except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
-                report = server.diagnose() or false_ready(f"{type(exc).__name__}: {exc}", server.log_text(), server.log_path)
-                return _failed(key, kind, features, report, started=True, start_s=start_s,
-                               probe_s=time.perf_counter() - probe_at)
-            return StepRecord(key, kind, features, True, True, None, None, "answered", start_s=start_s,
-                              probe_s=time.perf_counter() - probe_at, finished_at=time.time(),
-                              log_path=str(server.log_path) if server.log_path else None,
-                              outputs=tuple(o.to_json() for o in outputs),
-                              provenance=provenance(recipe=recipe, url=server.url, model=server.model,
-                                                    server_version=server_version(server.url)))
+                report = server.diagnose() or false_ready(
+                    f"{type(exc).__name__}: {exc}", server.log_text(), server.log_path
+                )
+                return _failed(
+                    key, kind, features, report, started=True, start_s=start_s, probe_s=time.perf_counter() - probe_at
+                )
+            return StepRecord(
+                key,
+                kind,
+                features,
+                True,
+                True,
+                None,
+                None,
+                "answered",
+                start_s=start_s,
+                probe_s=time.perf_counter() - probe_at,
+                finished_at=time.time(),
+                log_path=str(server.log_path) if server.log_path else None,
+                outputs=tuple(o.to_json() for o in outputs),
+                provenance=provenance(
+                    recipe=recipe, url=server.url, model=server.model, server_version=server_version(server.url)
+                ),
+            )
 
     return probe
 
 
-def _failed(key: str, kind: str, features: tuple[str, ...], report: CrashReport, *, started: bool,
-            start_s: float, probe_s: float = 0.0) -> StepRecord:
+def _failed(
+    key: str,
+    kind: str,
+    features: tuple[str, ...],
+    report: CrashReport,
+    *,
+    started: bool,
+    start_s: float,
+    probe_s: float = 0.0,
+) -> StepRecord:
     return StepRecord(
-        key, kind, features, started, False, None, None, report.summary,
-        crash_kind=report.kind.value, crash_summary=report.summary, fix=report.fix,
+        key,
+        kind,
+        features,
+        started,
+        False,
+        None,
+        None,
+        report.summary,
+        crash_kind=report.kind.value,
+        crash_summary=report.summary,
+        fix=report.fix,
         log_excerpt="\n".join(report.evidence)[:2000] or None,
         log_path=str(report.log_path) if report.log_path else None,
-        start_s=start_s, probe_s=probe_s, finished_at=time.time(),
+        start_s=start_s,
+        probe_s=probe_s,
+        finished_at=time.time(),
     )
 
 
@@ -171,12 +225,20 @@ def _failed(key: str, kind: str, features: tuple[str, ...], report: CrashReport,
 class Bisect:
     """One bisect: a recipe, a plan, an output directory; `run()` returns the verdict."""
 
-    def __init__(self, recipe: ServingRecipe, plan: FeaturePlan, out_dir: Path, probe: ProbeFn | None = None,
-                 on_step: Callable[[StepRecord], None] | None = None) -> None:
+    def __init__(
+        self,
+        recipe: ServingRecipe,
+        plan: FeaturePlan,
+        out_dir: Path,
+        probe: ProbeFn | None = None,
+        on_step: Callable[[StepRecord], None] | None = None,
+        pool: DevicePool | None = None,
+    ) -> None:
         self.recipe, self.plan, self.out_dir = recipe, plan, out_dir
         self.store = StepStore(out_dir)
         self.probe = probe or probe_with_server(plan)
         self.on_step = on_step
+        self.pool = pool  # set: the alone steps run at once, one per device group (the probe takes `group=`)
         self.records = self.store.load()
         self._baseline_outputs: list[GreedyOutput] | None = None
 
@@ -197,6 +259,8 @@ class Bisect:
             if not baseline.passed:
                 return self._verdict_baseline(baseline)
             self._baseline_outputs = [GreedyOutput.from_json(o) for o in baseline.outputs]
+            if self.pool is not None:
+                self._alone_in_parallel(bar)
             alone = {n: self._step("alone", (n,), bar) for n in self.plan.order}
             failing = [n for n, r in alone.items() if not r.passed]
             if failing:
@@ -219,29 +283,101 @@ class Bisect:
         bar.set_postfix_str(key)
         record = self.records.get(key)
         if record is None:
-            specs = [self.plan.feature(n) for n in features]
-            unsupported = [s for s in specs if not s.supported]
-            forced = [s for s in specs if s.forced_by]
-            if unsupported:
-                s = unsupported[0]
-                record = StepRecord(key, "skipped", features, False, False, None, None,
-                                    f"{s.name} unsupported on this target: {s.unsupported_reason}", finished_at=time.time())
-            elif forced:
-                s = forced[0]
-                record = StepRecord(key, "skipped", features, False, False, None, None,
-                                    f"{s.name} is forced by the platform, not a switch: {s.forced_reason} ({s.forced_by})",
-                                    finished_at=time.time())
-            else:
-                recipe = compose(self.recipe, self.plan.baseline, specs)
-                record = self._judge(self.probe(recipe, kind, features, key, self.out_dir / "logs"))
-                if not record.provenance:  # a step that did not reach a server: the stack and the recipe
-                    record = _replace(record, provenance=provenance(recipe=recipe))
-            self.store.append(record)
-            self.records[key] = record
+            record = self._skip_record(key, features)
+            if record is None:
+                recipe = self._recipe(features)
+                record = self._finish(recipe, self.probe(recipe, kind, features, key, self.out_dir / "logs"))
+            self._keep(record)
         bar.update(1)
         if self.on_step:
             self.on_step(record)
         return record
+
+    def _skip_record(self, key: str, features: tuple[str, ...]) -> StepRecord | None:
+        """A 'skipped' record when a feature is unsupported or forced by the platform, else None."""
+        specs = [self.plan.feature(n) for n in features]
+        unsupported = [s for s in specs if not s.supported]
+        forced = [s for s in specs if s.forced_by]
+        if unsupported:
+            s = unsupported[0]
+            return StepRecord(
+                key,
+                "skipped",
+                features,
+                False,
+                False,
+                None,
+                None,
+                f"{s.name} unsupported on this target: {s.unsupported_reason}",
+                finished_at=time.time(),
+            )
+        if forced:
+            s = forced[0]
+            return StepRecord(
+                key,
+                "skipped",
+                features,
+                False,
+                False,
+                None,
+                None,
+                f"{s.name} is forced by the platform, not a switch: {s.forced_reason} ({s.forced_by})",
+                finished_at=time.time(),
+            )
+        return None
+
+    def _recipe(self, features: tuple[str, ...]) -> ServingRecipe:
+        return compose(self.recipe, self.plan.baseline, [self.plan.feature(n) for n in features])
+
+    def _finish(self, recipe: ServingRecipe, record: StepRecord) -> StepRecord:
+        """Judge a probed record against the baseline and stamp it (a step that reached no server: the recipe)."""
+        record = self._judge(record)
+        return record if record.provenance else _replace(record, provenance=provenance(recipe=recipe))
+
+    def _keep(self, record: StepRecord) -> None:
+        """Append to steps.jsonl and remember: only ever called from the bisect's own thread (one writer)."""
+        self.store.append(record)
+        self.records[record.key] = record
+
+    def _alone_in_parallel(self, bar) -> None:
+        """Probe every alone step not yet recorded at once, one server per free device group of the pool.
+
+        Worker threads only probe; each record comes back through a queue and is judged and appended
+        here. `_step` then finds them recorded and reports them in the plan's order.
+        """
+        todo = [
+            (n,)
+            for n in self.plan.order
+            if step_key((n,)) not in self.records and self._skip_record(step_key((n,)), (n,)) is None
+        ]
+        recipes = {features: self._recipe(features) for features in todo}
+        self.pool.check_fits(list(recipes.values()))
+        done: queue.Queue = queue.Queue()
+
+        def work(features: tuple[str, ...], group: DeviceGroup) -> None:
+            try:
+                record = self.probe(
+                    recipes[features], "alone", features, step_key(features), self.out_dir / "logs", group=group
+                )
+                done.put((features, group, record, None))
+            except BaseException as exc:  # handed to this thread, which re-raises it
+                done.put((features, group, None, exc))
+
+        running, error = 0, None
+        while todo or running:
+            while todo and error is None and (group := self.pool.acquire(group_size(recipes[todo[0]]))):
+                threading.Thread(target=work, args=(todo.pop(0), group), daemon=True).start()
+                running += 1
+            bar.set_postfix_str(f"{running} alone steps at once")
+            features, group, record, exc = done.get()
+            self.pool.release(group)
+            running -= 1
+            if exc is not None:
+                error, todo = error or exc, []
+            else:
+                self._keep(self._finish(recipes[features], record))
+        if error is not None:
+            raise error
 
     def _judge(self, record: StepRecord) -> StepRecord:
         """Fill in the output comparison against the baseline (the baseline matches itself)."""
@@ -251,7 +387,9 @@ class Bisect:
         if record.kind == "baseline" or self._baseline_outputs is None:
             nan = any(lp != lp for o in outputs for lp in o.logprobs)
             match = Match.NAN if nan else Match.EXACT
-            return _replace(record, match=match.value, max_drift=0.0, detail="baseline outputs" if not nan else "NaN logprobs")
+            return _replace(
+                record, match=match.value, max_drift=0.0, detail="baseline outputs" if not nan else "NaN logprobs"
+            )
         cmp = compare_outputs(self._baseline_outputs, outputs, self.plan.compare.logprob_tolerance)
         return _replace(record, match=cmp.match.value, max_drift=cmp.max_drift, detail=cmp.detail)
 
@@ -266,20 +404,31 @@ class Bisect:
         if pairs:
             names = tuple(sorted({n for p in pairs for n in p}))
             detail = "; ".join(f"{a} + {b}" for a, b in pairs)
-            return Verdict("interaction", names,
-                           f"each feature passes alone, but together they fail: {detail}. "
-                           f"{_failure_text(self.records[step_key(pairs[0])])}", self._all())
-        return Verdict("interaction", tuple(cumulative),
-                       f"each feature and every pair with {added} passes, but the set {'+'.join(cumulative)} fails "
-                       f"(3 or more interact). {_failure_text(failed)}", self._all())
+            return Verdict(
+                "interaction",
+                names,
+                f"each feature passes alone, but together they fail: {detail}. "
+                f"{_failure_text(self.records[step_key(pairs[0])])}",
+                self._all(),
+            )
+        return Verdict(
+            "interaction",
+            tuple(cumulative),
+            f"each feature and every pair with {added} passes, but the set {'+'.join(cumulative)} fails "
+            f"(3 or more interact). {_failure_text(failed)}",
+            self._all(),
+        )
 
     def _culprit_message(self, failing: Sequence[str], alone: dict[str, StepRecord]) -> str:
         return " ".join(f"{n}: {_failure_text(alone[n])}" for n in failing)
 
     def _verdict_baseline(self, record: StepRecord) -> Verdict:
-        return Verdict("baseline_fails", (),
-                       "the baseline (every feature off) does not work, so no feature can be blamed yet: "
-                       + _failure_text(record), self._all())
+        return Verdict(
+            "baseline_fails",
+            (),
+            "the baseline (every feature off) does not work, so no feature can be blamed yet: " + _failure_text(record),
+            self._all(),
+        )
 
     def _all(self) -> tuple[StepRecord, ...]:
         return tuple(self.records.values())

@@ -171,8 +171,8 @@ def plan_launch(
     if placed is not None:
         env = {**{k: v for k, v in env.items() if k not in placed.unset}, **placed.env}
     port = port or (placed.port if placed is not None else free_port())
-    argv = [*(placed.prefix if placed else ()), sys.executable, "-m", API_SERVER_MODULE, "--model", model,
-            "--host", HOST, "--port", str(port)]
+    prefix = placed.prefix if placed is not None else ()
+    argv = [*prefix, sys.executable, "-m", API_SERVER_MODULE, "--model", model, "--host", HOST, "--port", str(port)]
     if recipe.served_model_name:
         argv += ["--served-model-name", recipe.served_model_name]
     argv += ["--dtype", recipe.dtype.value]

@@ -27,6 +27,7 @@ class PointStatus(str, enum.Enum):
     OK = "ok"  # measured
     START_FAILED = "start_failed"  # the server for this configuration did not start; `crash` says why
     LOAD_FAILED = "load_failed"  # the server started but requests failed or it died during the load
+    LOST = "lost"  # the Ray worker or node measuring it died and the retries ran out; `crash` says why
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class PointResult:
     latencies:      per-request ttft_ms / tpot_ms / e2el_ms lists, for distribution charts
     profile:        with a spec's `profile: true`: the point's time shares and verdicts
                     (workbench.profiling.report.summary), or {"error": ...}
+    placement:      where and when it ran (workbench.sweep.measure): mode (serial/parallel/ray/confirm),
+                    device group, host, window [start, end] in epoch seconds (its server start
+                    included), load_window; the report finds points that ran side by side from these
     """
 
     point_id: str
@@ -57,6 +61,7 @@ class PointResult:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     server_pids: tuple[int, ...] = ()
     finished_at: str = ""
+    placement: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -87,6 +92,7 @@ class PointResult:
             "crash_summary": (self.crash or {}).get("summary"),
             "crash_fix": (self.crash or {}).get("fix"),
             **profile_columns(self.profile),
+            **placement_columns(self.placement),
             "finished_at": self.finished_at,
         }
         return row
@@ -106,8 +112,16 @@ def profile_columns(profile: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def placement_columns(placement: dict[str, Any]) -> dict[str, Any]:
+    """Where the point ran, as table columns (none for points stored before placements were recorded)."""
+    if not placement:
+        return {}
+    return {"mode": placement.get("mode"), "group": placement.get("group"), "host": placement.get("host")}
+
+
 class ResultStore:
-    """A JSONL file of `PointResult`s. Not thread-safe; one sweep process writes one store."""
+    """A JSONL file of `PointResult`s. Not thread-safe, by design: one writer per store — the sweep's driver
+    thread. Parallel and Ray workers hand their results to the driver, which appends them one by one."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
