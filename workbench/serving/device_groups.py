@@ -391,6 +391,18 @@ def local_pool(
     return make_pool(kind, parallel, devices=cards)
 
 
+def kv_budget_flag(text: str | None) -> int | None:
+    """`--kv-budget 8GiB` -> bytes (None when not given); one WorkbenchError for a bad size."""
+    from workbench.recipes import parse_bytes
+
+    if not text:
+        return None
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise WorkbenchError(f"--kv-budget {text!r}: {exc}") from None
+
+
 def resolve_parallel(value: str | int | None) -> int | None:
     """'--parallel' as given: None (serial), 'auto' -> 0 (decide from the devices), or a count >= 1."""
     if value is None:

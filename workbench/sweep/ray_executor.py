@@ -69,17 +69,18 @@ def _ray() -> Any:
 
 @contextlib.contextmanager
 def ray_cluster(address: str, *, cpu_groups: int = 1, num_cpus: int | None = None) -> Iterator[Any]:
-    """Connect to the cluster at `address`, or start a local one for 'local'; always disconnect.
+    """Connect to the cluster at `address`, or start a local one for 'local'; disconnect what was opened.
 
     'local' starts a head node on this machine offering `cpu_groups` units of `wb_cpu_group` (NPUs and
     GPUs are found by Ray itself) and stops it again on the way out, so no raylet or gcs_server is
-    left. A real address is only connected to: the cluster belongs to whoever started it.
+    left. A real address is only connected to: the cluster belongs to whoever started it. When this
+    process is already connected (a notebook or a test that called `ray.init` itself), that connection
+    is used as it is and left open.
     """
     ray = _ray()
     if ray.is_initialized():
-        raise WorkbenchError(
-            "Ray is already initialised in this process; call ray.shutdown() first or run the sweep in a fresh process"
-        )
+        yield ray
+        return
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": True}
     try:
         if address == LOCAL:

@@ -15,10 +15,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "culprit is found or the baseline fails.",
     )
     parser.add_argument("--recipe", required=True, help="serving recipe (name in recipes/serving or a path)")
-    parser.add_argument("--features", type=Path, default=None,
-                        help="feature plan YAML (default: recipes/features/<target>.yaml for the recipe's device)")
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default: runs/bisect/<recipe>-<hash of recipe and plan>; rerunning resumes)")
+    parser.add_argument(
+        "--features",
+        type=Path,
+        default=None,
+        help="feature plan YAML (default: recipes/features/<target>.yaml for the recipe's device)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: runs/bisect/<recipe>-<hash of recipe and plan>; rerunning resumes)",
+    )
     parser.add_argument("--startup-timeout", type=float, default=None, help="seconds to wait for each server")
+    parser.add_argument(
+        "--parallel",
+        metavar="auto|N",
+        help="run the 'each feature alone' steps at once, one server per device group (NPU/GPU "
+        "cards sized by tensor x pipeline parallel size, CPU cores split N ways); 'auto': as many "
+        "as the cards allow, on CPU one per NUMA node",
+    )
+    parser.add_argument("--devices", metavar="IDS", help="NPU/GPU ids to split into groups (default: the visible ones)")
+    parser.add_argument(
+        "--kv-budget",
+        metavar="SIZE",
+        help="CPU: KV-cache bytes split between concurrent servers (default: half the available memory)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -38,13 +60,21 @@ def handle(args: argparse.Namespace) -> int:
     from workbench.recipes import load_serving_recipe
 
     recipe = load_serving_recipe(args.recipe)
+    pool = device_pool(args, recipe)
     plan = load_plan(args.features or default_plan_for(recipe))
     out = args.out or default_out_dir(recipe, plan)
     check_resumable(out, recipe_fingerprint(recipe, plan))
     print(f"bisect of {recipe.name} with plan {plan.name}: steps in {out / 'steps.jsonl'}")
-    bisect = Bisect(recipe, plan, out, probe=probe_with_server(plan, startup_timeout_s=args.startup_timeout),
-                    on_step=lambda r: print(f"  {r.kind:10s} {'+'.join(r.features) or 'baseline':45s} "
-                                            f"{'pass' if r.passed else 'FAIL'}  {r.detail[:80]}"))
+    bisect = Bisect(
+        recipe,
+        plan,
+        out,
+        probe=probe_with_server(plan, startup_timeout_s=args.startup_timeout),
+        pool=pool,
+        on_step=lambda r: print(
+            f"  {r.kind:10s} {'+'.join(r.features) or 'baseline':45s} {'pass' if r.passed else 'FAIL'}  {r.detail[:80]}"
+        ),
+    )
     verdict = bisect.run()
     with pd.option_context("display.width", 220, "display.max_colwidth", 70):
         print(steps_table(verdict.records).drop(columns=["log_path", "fix"]).to_string(index=False))
@@ -52,3 +82,23 @@ def handle(args: argparse.Namespace) -> int:
         print(verdict_table(verdict).to_string(index=False))
     print(f"\nverdict: {verdict.status}: {verdict.message}")
     return 0 if verdict.status == "all_pass" else 1
+
+
+def device_pool(args: argparse.Namespace, recipe):
+    """The device pool for --parallel (None without it): one WorkbenchError per bad flag value."""
+    import os
+
+    from workbench.serving.device_groups import kv_budget_flag, local_pool, parse_devices, resolve_parallel
+
+    parallel = resolve_parallel(args.parallel)
+    if parallel is None:
+        return None
+    budget = kv_budget_flag(args.kv_budget)
+    return local_pool(
+        recipe.device,
+        parallel,
+        dict(os.environ),
+        cores=sorted(os.sched_getaffinity(0)),
+        devices=parse_devices(args.devices) if args.devices else (),
+        kv_budget_bytes=budget,
+    )

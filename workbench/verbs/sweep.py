@@ -75,18 +75,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def execution_from(args: argparse.Namespace):
     """The flags as a runner `Execution` (one WorkbenchError per bad value, before anything starts)."""
     from workbench.errors import WorkbenchError
-    from workbench.recipes import parse_bytes
-    from workbench.serving.device_groups import parse_devices, resolve_parallel
+    from workbench.serving.device_groups import kv_budget_flag, parse_devices, resolve_parallel
     from workbench.sweep.runner import Execution
 
     if args.adaptive and (args.parallel or args.ray):
         raise WorkbenchError("--adaptive decides each step from the one before; run it without --parallel/--ray")
     if args.retries < 0:
         raise WorkbenchError(f"--retries {args.retries}: give 0 or more")
-    try:
-        budget = parse_bytes(args.kv_budget) if args.kv_budget else None
-    except ValueError as exc:
-        raise WorkbenchError(f"--kv-budget {args.kv_budget!r}: {exc}") from None
+    budget = kv_budget_flag(args.kv_budget)
     return Execution(
         parallel=resolve_parallel(args.parallel),
         ray=args.ray,

@@ -1,0 +1,112 @@
+"""The same tiny-model sweep serially, with `--parallel 2` and through a local Ray cluster: wall time and throughput.
+
+    flock /tmp/wb-heavy.lock .venv/bin/python benchmarks/bench_parallel_sweep.py [--spec cpu-tiny] [--groups 2]
+
+Each mode measures every point of the spec into a fresh directory (so each starts every server):
+serial (one server at a time on all cores), parallel (one server per device group; on this 2-core
+machine two groups of one core), and Ray (a local cluster with `--groups` units of the group
+resource, started before the clock runs and reported apart: with `--ray ADDRESS` the cluster is
+already there). Prints each mode's wall time with the ratios parallel / serial (target <= 0.7) and
+Ray / parallel (target <= 1.1), and the output throughput every point reports in every mode next to
+its serial value: on one machine the groups share memory bandwidth and the host CPU (on 2 cores a
+group is half the machine, so a point measured side by side is expected to report less).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+PARALLEL_TARGET = 0.7
+RAY_TARGET = 1.1
+
+
+def _run(spec, out: Path, execution):
+    from workbench.sweep import run_sweep
+
+    outcome = run_sweep(spec, out, progress=False, execution=execution)
+    failed = [r for r in outcome.results if r.status.value != "ok"]
+    if outcome.missing or failed:
+        raise SystemExit(f"{execution.mode.value}: {len(outcome.missing)} missing, {len(failed)} failed points")
+    return outcome
+
+
+def _throughputs(outcome) -> dict[str, float]:
+    return {r.point_id: r.summary["output_throughput"] for r in outcome.results}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", default="cpu-tiny", help="sweep spec (name or path)")
+    parser.add_argument("--groups", type=int, default=2, help="device groups for --parallel and Ray")
+    args = parser.parse_args()
+
+    import ray
+
+    from workbench.sweep import build_report, load_sweep_spec
+    from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE, LOCAL_SYSTEM_CONFIG
+    from workbench.sweep.runner import Execution
+
+    spec = load_sweep_spec(args.spec)
+    with tempfile.TemporaryDirectory(prefix="bench-parallel-sweep-") as tmp:
+        root = Path(tmp)
+        serial = _run(spec, root / "serial", Execution())
+        parallel = _run(spec, root / "parallel", Execution(parallel=args.groups))
+        began = time.monotonic()
+        ray.init(
+            resources={CPU_GROUP_RESOURCE: args.groups},
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            _system_config=LOCAL_SYSTEM_CONFIG,
+        )
+        ray_start_s = time.monotonic() - began
+        try:
+            on_ray = _run(spec, root / "ray", Execution(ray="local", parallel=args.groups))
+        finally:
+            ray.shutdown()
+        labels = build_report(spec, serial.results).points.set_index("point_id")["label"]
+
+    print(
+        f"spec {spec.name}: {len(serial.results)} points, {len({r.server_key for r in serial.results})} servers, "
+        f"{args.groups} groups"
+    )
+    print(f"{'mode':10s} {'wall_s':>8s} {'/serial':>8s} {'/parallel':>10s}")
+    for name, outcome in (("serial", serial), ("parallel", parallel), ("ray", on_ray)):
+        print(
+            f"{name:10s} {outcome.wall_s:8.1f} {outcome.wall_s / serial.wall_s:8.2f} "
+            f"{outcome.wall_s / parallel.wall_s:10.2f}"
+        )
+    print(
+        f"(local Ray cluster start, not in the Ray wall time: {ray_start_s:.1f} s; "
+        f"with it: {(on_ray.wall_s + ray_start_s) / parallel.wall_s:.2f} x parallel)"
+    )
+
+    base, side, remote = _throughputs(serial), _throughputs(parallel), _throughputs(on_ray)
+    print(f"\n{'point':40s} {'serial':>8s} {'parallel':>9s} {'ray':>8s} {'par/ser':>8s} {'ray/ser':>8s}  tok/s")
+    for point_id, value in base.items():
+        print(
+            f"{labels[point_id][:40]:40s} {value:8.1f} {side[point_id]:9.1f} {remote[point_id]:8.1f} "
+            f"{side[point_id] / value:8.2f} {remote[point_id] / value:8.2f}"
+        )
+
+    parallel_ratio, ray_ratio = parallel.wall_s / serial.wall_s, on_ray.wall_s / parallel.wall_s
+    print(
+        f"\nparallel / serial wall = {parallel_ratio:.2f} (target <= {PARALLEL_TARGET}): "
+        f"{'met' if parallel_ratio <= PARALLEL_TARGET else 'NOT met'}"
+    )
+    print(
+        f"ray / parallel wall = {ray_ratio:.2f} (target <= {RAY_TARGET}): "
+        f"{'met' if ray_ratio <= RAY_TARGET else 'NOT met'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
