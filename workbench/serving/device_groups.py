@@ -314,6 +314,7 @@ class DevicePool:
                 raise WorkbenchError(
                     f"recipe {recipe.name} runs on {recipe.device.value}; this run's devices are {self.kind.value}"
                 )
+            self._check_kv(recipe)
             need, have = group_size(recipe), self.largest_group()
             if need > have:
                 unit = "cores per group" if self.kind is Device.CPU else f"{self.kind.value.upper()} devices"
@@ -321,6 +322,16 @@ class DevicePool:
                     f"{recipe.name}: tensor_parallel_size x pipeline_parallel_size = {need}, but there are only "
                     f"{have} {unit}; lower --parallel, pass more --devices, or lower the parallel sizes"
                 )
+
+    def _check_kv(self, recipe: ServingRecipe) -> None:
+        """CPU: an explicit kv_cache_memory_bytes above a group's KV share fails now, not minutes in."""
+        share = self._cpu_all[0].kv_cache_bytes if self.kind is Device.CPU else None
+        asked = recipe.engine.kv_cache_memory_bytes
+        if share is not None and asked is not None and asked > share:
+            raise WorkbenchError(
+                f"{recipe.name}: kv_cache_memory_bytes {asked / GIB:.2f} GiB exceeds each device group's share of "
+                f"the KV budget ({share / GIB:.2f} GiB); lower --parallel, raise --kv-budget, or sweep smaller values"
+            )
 
     def acquire(self, size: int) -> DeviceGroup | None:
         """A free group for a server of `size` ranks, or None when none is free right now."""

@@ -171,6 +171,15 @@ def test_card_pool_caps_concurrent_groups_and_refuses_what_never_fits(tmp_path):
         make_pool(Device.CUDA, 0, devices=())
 
 
+def test_cpu_pool_refuses_an_explicit_kv_request_above_the_share_before_starting(tmp_path):
+    pool = make_pool(Device.CPU, 2, cores=(0, 1), kv_budget_bytes=GIB)
+    pool.check_fits([recipe(tmp_path, kv_cache_memory_bytes="512MiB")])
+    with pytest.raises(
+        WorkbenchError, match=r"1.00 GiB exceeds each device group's share of the KV budget \(0.50 GiB\)"
+    ):
+        pool.check_fits([recipe(tmp_path, kv_cache_memory_bytes="1GiB")])
+
+
 def test_cpu_pool_hands_out_each_group_once():
     pool = make_pool(Device.CPU, 2, cores=(0, 1))
     a, b = pool.acquire(1), pool.acquire(1)
