@@ -42,6 +42,11 @@ class SeriesReport:
     kernel_lines: tuple[str, ...] | None = None  # None: workbench.kernels is not there to ask
 
     @property
+    def stack_changed(self) -> bool:
+        """True when the software or hardware moved (not just the configuration or the model files)."""
+        return any(stack_key(c.key) and c.counts for c in self.stack_changes)
+
+    @property
     def findings(self) -> list[MetricComparison | VerdictComparison]:
         return [*self.metrics, *self.verdicts]
 
@@ -134,6 +139,11 @@ def _latest(runs: Sequence[Run]) -> dict[str, Any]:
     return max(runs, key=lambda r: r.created_at).fingerprint
 
 
+def stack_key(key: str) -> bool:
+    """A fingerprint key of the stack itself (not the serving recipe, the model files or the device)."""
+    return not key.startswith(("recipe.", "model.", "device", "server_vllm_version"))
+
+
 def _mixed(side: str, runs: Sequence[Run]) -> str | None:
     """A note when runs of one series on one side come from different stacks or models (e.g. repeats
     appended after an upgrade): their spread then measures the upgrade as well as the noise."""
@@ -161,7 +171,7 @@ def _series_report(series: str, baseline: list[Run], current: list[Run], thresho
     before, after = _latest(baseline), _latest(current)
     changes = tuple(diff_fingerprints(before, after)) if before and after else ()
     kernels = None
-    if before.get("stack") and after.get("stack") and changes:
+    if before.get("stack") and after.get("stack") and any(stack_key(c.key) and c.counts for c in changes):
         found = kernel_changes(before["stack"], after["stack"])
         kernels = tuple(found) if found is not None else None
     status = compare_status(series, baseline, current)

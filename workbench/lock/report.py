@@ -74,6 +74,8 @@ def _stack_section(series: SeriesReport) -> list[str]:
         return ["  stack difference: none (same stack, model and configuration)"]
     lines = ["  stack difference (baseline -> current):"]
     lines += [f"    {'DIFF' if c.counts else 'note'}  {c.describe()}" for c in series.stack_changes]
+    if not series.stack_changed:
+        return lines
     if series.kernel_lines is None:
         lines.append(
             "  kernels that changed: not known here (workbench.kernels, the kernel-selection table, is not installed)"
