@@ -1,7 +1,7 @@
 """Evaluate data sets on one server: NLL, greedy completions and pass@1, written as they finish.
 
-    with server_for(url=URL) as server:
-        paths = evaluate(server.url, server.model, [load_dataset("humaneval")], out_dir, limit=20)
+    with connect(url=URL) as server:                     # or connect(recipe=...): launched and stopped
+        out_dir = evaluate(server, ["humaneval", "text"], limit=20)     # runs/evaluate/<model>/*.jsonl
 
 Per problem, a worker thread tokenises the prompt and the reference with the server's tokenizer, asks
 for the reference's prompt logprobs (NLL, `nll.py`) and for a greedy completion (`greedy.py`); the main
@@ -30,7 +30,7 @@ from workbench.evaluate import endpoints
 from workbench.evaluate.datasets import Dataset, Problem, file_name
 from workbench.evaluate.execution import Limits, run_problem
 from workbench.evaluate.greedy import CODE_STOP
-from workbench.evaluate.nll import reference_nll, tokenize_problem
+from workbench.evaluate.nll import TokenizedProblem, reference_nll, tokenize_problem
 from workbench.evaluate.store import RecordFile
 from workbench.recipes import ServingRecipe
 
@@ -74,7 +74,7 @@ def sha(text: str | Sequence[int]) -> str:
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
-def _nll_record(problem: Problem, tokens: Any, client: httpx.Client, target: Target) -> dict[str, Any]:
+def _nll_record(problem: Problem, tokens: TokenizedProblem, client: httpx.Client, target: Target) -> dict[str, Any]:
     started = time.monotonic()
     entries = endpoints.prompt_logprobs(client, target.url, target.model, tokens.request_ids)
     try:
@@ -86,7 +86,7 @@ def _nll_record(problem: Problem, tokens: Any, client: httpx.Client, target: Tar
             "n_tokens": result.n_tokens, "clamped": result.clamped, "duration_s": round(time.monotonic() - started, 3)}  # fmt: skip
 
 
-def _greedy_record(problem: Problem, tokens: Any, context: _Context) -> dict[str, Any]:
+def _greedy_record(problem: Problem, tokens: TokenizedProblem, context: _Context) -> dict[str, Any]:
     started = time.monotonic()
     wanted = context.settings.max_tokens_code if problem.executable else context.settings.max_tokens_text
     room = getattr(context.tokenizer, "max_model_len", None)
