@@ -31,15 +31,17 @@ def notebook_run(tmp_path_factory: pytest.TempPathFactory):
     from workbench import settings
     from workbench.notebook_runner import discover, run_notebooks
 
-    runs = tmp_path_factory.mktemp("runs")
-    saved = os.environ.get("ASCEND_WORKBENCH_RUNS")
-    os.environ["ASCEND_WORKBENCH_RUNS"] = str(runs)  # the kernels' results go to the session's folder
+    # The kernels' results and stored baselines go to the session's folders, not the user's.
+    private = {"ASCEND_WORKBENCH_RUNS": tmp_path_factory.mktemp("runs"), "ASCEND_WORKBENCH_DATA": tmp_path_factory.mktemp("data")}
+    saved = {name: os.environ.get(name) for name in private}
+    os.environ.update({name: str(path) for name, path in private.items()})
     try:
         run_dir = settings.run_dir("notebooks", fresh=True)
         return run_notebooks(discover(settings.notebooks_dir()), run_dir, cwd=REPO_ROOT, progress=False,
                              cell_timeout_s=900)
     finally:
-        if saved is None:
-            os.environ.pop("ASCEND_WORKBENCH_RUNS", None)
-        else:
-            os.environ["ASCEND_WORKBENCH_RUNS"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

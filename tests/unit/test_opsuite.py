@@ -102,6 +102,8 @@ def test_cli_compare_ops(tmp_path, capsys):
     assert main(["compare-ops", "--device", "cpu", "--op", "linear", "--json", str(out)]) == 0
     import json
 
-    rows = json.loads(out.read_text())
+    report = json.loads(out.read_text())
+    assert report["provenance"]["stack"]["versions"]["torch"]
+    rows = report["rows"]
     assert {r["dtype"] for r in rows} == {"float16", "bfloat16", "float32"}
     assert main(["compare-ops", "--device", "npu:0"]) == (0 if __import__("ascend_backend").device.npu_status().available else 2)

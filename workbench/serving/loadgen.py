@@ -600,7 +600,8 @@ def run_load(
     The tokenizer comes from `tokenizer_dir`, else from the server's own model directory when it is
     local. Records are appended to `records_path` (JSON lines) as they complete.
     """
-    directory = tokenizer_dir or model_dir(url, model)
+    served_dir = model_dir(url, model)  # None when the server's model is not on this machine
+    directory = tokenizer_dir or served_dir
     if directory is None:
         raise WorkbenchError(
             f"{url} serves {model!r} from a path this machine cannot read; pass tokenizer_dir / --tokenizer"
@@ -608,7 +609,7 @@ def run_load(
     tokenizer = load_tokenizer(directory)
     pool = workload.num_prompts or 256  # duration runs cycle through a pool
     prompts = build_prompts(tokenizer, pool, workload.input_len, prefix_ratio=workload.prefix_ratio, seed=workload.seed)
-    meta = provenance(recipe=recipe, url=url, model=model, server_version=server_version(url))
+    meta = provenance(recipe=recipe, url=url, model=model, server_version=server_version(url), model_dir=served_dir)
     return run_coroutine(
         run_load_async(url, model, prompts, workload, meta=meta, records_path=records_path, progress=progress)
     )
