@@ -131,7 +131,12 @@ def read(path: str | Path) -> QuantizedModel:
     dynamic_groups = _check_groups(path, config)
     stored = read_tensors(path).tensors
     prefixes = [n[: -len(".weight_scale")] for n in stored if n.endswith(".weight_scale")]
-    linears = {p: _layer(path, p, stored, dynamic_groups) for p in prefixes}
+    try:
+        linears = {p: _layer(path, p, stored, dynamic_groups) for p in prefixes}
+    except QuantizedCheckpointError:
+        raise
+    except ValueError as exc:  # QuantizedLinear's own shape and dtype checks
+        raise QuantizedCheckpointError(f"{path}: {exc}; re-export the checkpoint") from None
     owned = {
         f"{p}.{leaf}"
         for p in prefixes
@@ -174,8 +179,9 @@ def _layer(path: Path, prefix: str, stored: dict[str, torch.Tensor], dynamic_gro
             f"{path}: {prefix}.weight_scale is stored but {prefix}.weight is "
             f"{'missing' if weight is None else weight.dtype}, not int8; re-export the checkpoint"
         )
-    scale = stored[f"{prefix}.weight_scale"].float()
-    scale = scale.flatten() if scale.numel() == weight.shape[0] else scale.expand(weight.shape[0]).clone()
+    scale = stored[f"{prefix}.weight_scale"].float().flatten()  # [out] per channel, [1] per tensor
+    if scale.numel() == 1:
+        scale = scale.expand(weight.shape[0]).clone()
     bias = stored.get(f"{prefix}.bias")
     bias = None if bias is None else bias.float()
     static = f"{prefix}.input_scale" in stored

@@ -107,3 +107,13 @@ def test_other_schemes_are_refused(uniform_model, tmp_path):
     (path / "config.json").write_text(json.dumps(config))
     with pytest.raises(QuantizedCheckpointError, match="config_groups.group_0 is not W8A8 int8"):
         read_checkpoint(path)
+
+
+def test_a_wrong_scale_shape_is_a_checkpoint_error(uniform_model, tmp_path):
+    path = write(uniform_model, tmp_path / "ckpt")
+    weights = path / compressed_tensors.WEIGHT_FILE
+    tensors = load_file(str(weights))
+    tensors["model.layers.0.mlp.up_proj.weight_scale"] = torch.ones(7, 1)
+    save_file(tensors, str(weights))
+    with pytest.raises(QuantizedCheckpointError, match="weight_scale must be"):
+        read_checkpoint(path)
