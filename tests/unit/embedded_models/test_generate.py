@@ -103,7 +103,7 @@ def test_executor_engine_matches_transformers_or_says_it_is_not_available(
 
 def test_user_errors_are_one_clear_line(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "generate", "--model", str(tmp_path / "missing"), "--prompt", "x")
-    assert code == 2 and "neither an embedded model (tiny, smollm2) nor an existing directory" in err
+    assert code == 2 and "neither an embedded model (tiny, smollm2, smollm2-w8a8) nor an existing directory" in err
     code, _, err = run_cli(capsys, "generate", "--model", "tiny", "--prompt", "x", "--max-tokens", "0")
     assert code == 2 and "--max-tokens must be at least 1" in err
     code, _, err = run_cli(capsys, "generate", "--model", "tiny", "--prompt", "x", "--device", "bogus")

@@ -30,10 +30,11 @@ def test_list_reports_ready_and_missing(tiny_dir: Path, capsys: pytest.CaptureFi
     assert cli.main(["models", "list", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     by_name = {row["model"]: row for row in rows}
-    assert set(by_name) == {"tiny", "smollm2"}
+    assert set(by_name) == {"tiny", "smollm2", "smollm2-w8a8"}
     assert by_name["tiny"] == {**by_name["tiny"], "ready": True, "path": str(tiny_dir)}
-    assert by_name["smollm2"]["path"] == str(tiny_dir.parent / "smollm2")
-    assert by_name["smollm2"]["ready"] is False  # this test cache never holds smollm2
+    for name in ("smollm2", "smollm2-w8a8"):
+        assert by_name[name]["path"] == str(tiny_dir.parent / name)
+        assert by_name[name]["ready"] is False  # this test cache never holds either
 
 
 def test_unknown_model_is_rejected_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
