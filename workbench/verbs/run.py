@@ -15,7 +15,7 @@ from workbench.errors import WorkbenchError
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="execute all notebooks headless (papermill) into runs/<timestamp>/ with HTML and index.html",
+        help="execute all notebooks headless (papermill) into runs/notebooks/<UTC stamp>/ with HTML and index.html",
         description="Execute the guided notebooks in order with their default parameters (the embedded "
         "default: tiny model, CPU). Writes executed notebooks, HTML and index.html; exits 1 if any cell fails.",
     )
