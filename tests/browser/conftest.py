@@ -28,8 +28,11 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """One Chromium per test module, closed after it: while Playwright's sync API runs it holds an asyncio
+    loop on the main thread, and every `asyncio.run` elsewhere in the session (the load generator) would
+    fail with "cannot be called from a running event loop"."""
     executable = chromium_path()
     if executable is None:
         pytest.skip("no Chromium on this machine: `apt-get install chromium` (scripts/setup.sh does it as root)")

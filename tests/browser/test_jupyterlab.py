@@ -3,7 +3,9 @@ headless Chromium, widgets and plots render, no cell errors. Screenshots land in
 
 The notebooks run from a copy of notebooks/ (JupyterLab saves outputs into the files it runs), with the
 kernel's working directory in that copy — as in a real session, where it is notebooks/ and not the
-project root — and interactive widgets (ASCEND_WORKBENCH_HEADLESS unset).
+project root — and interactive widgets (ASCEND_WORKBENCH_HEADLESS unset). The session writes into the
+runs/ and data folders of the headless run (`notebook_run`), as a user reopening a notebook after
+`make run` does: the sweep resumes the points that run stored instead of starting its servers again.
 """
 
 from __future__ import annotations
@@ -39,14 +41,21 @@ KERNEL_IDLE = "() => !!document.querySelector('.jp-Notebook') && !document.query
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+def lab(tmp_path_factory: pytest.TempPathFactory, notebook_run) -> Iterator[tuple[str, str, Path]]:
     """A JupyterLab server on a copy of the notebooks; yields (base URL, token, workspace)."""
     workspace = tmp_path_factory.mktemp("lab")
     shutil.copytree(REPO_ROOT / "notebooks", workspace / "notebooks")
     state = tmp_path_factory.mktemp("lab-state")
+    # JupyterLab 4 renders only the cells in view ("windowing"): the plots and widgets of a scrolled-away
+    # cell would not be in the page to count. Render every cell, and do not ask about news.
+    for plugin, settings_json in (("notebook-extension/tracker", '{"windowingMode": "none"}'),
+                                  ("apputils-extension/notification", '{"fetchNews": "false"}')):
+        path = state / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(settings_json)
     port, token = free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k != "ASCEND_WORKBENCH_HEADLESS"}
-    env.update(ASCEND_WORKBENCH_RUNS=str(tmp_path_factory.mktemp("lab-runs")), JUPYTER_RUNTIME_DIR=str(state / "rt"))
+    env.update(JUPYTER_RUNTIME_DIR=str(state / "rt"), **notebook_run.private_dirs)
     argv = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workspace}",
@@ -109,7 +118,9 @@ def test_notebook_runs_in_jupyterlab(lab, browser, name):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page_errors: list[str] = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
-    page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?token={token}")
+    # A workspace of its own, reset: otherwise JupyterLab restores the previous test's notebook beside this
+    # one, and "Run All Cells" may run whichever of the two is active.
+    page.goto(f"{base}/lab/workspaces/{name}/tree/notebooks/{name}.ipynb?reset&token={token}")
     page.wait_for_function(KERNEL_IDLE, timeout=120_000)
     _choose_kernel_if_asked(page)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
@@ -124,7 +135,8 @@ def test_notebook_runs_in_jupyterlab(lab, browser, name):
     assert "Error displaying widget" not in text
     assert _saved_errors(workspace / "notebooks" / f"{name}.ipynb") == []
     widgets = page.locator(".jp-OutputArea-output .widget-box, .jp-OutputArea-output .jupyter-widgets").count()
-    plots = page.locator(".jp-OutputArea-output .js-plotly-plot").count()
+    # jupyterlab-plotly draws into the output node itself; a FigureWidget draws inside the widget's box
+    plots = page.locator(".jp-OutputArea-output.js-plotly-plot, .jp-OutputArea-output .js-plotly-plot").count()
     if name == "04_op_accuracy":
         assert plots >= 1 and widgets >= 1, (plots, widgets)
     if name == "07_tuning_sweep":
