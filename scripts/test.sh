@@ -1,8 +1,47 @@
 #!/usr/bin/env bash
-# Run the whole test suite: unit, integration (real vLLM CPU server), notebooks (papermill), and the
-# npu-marked tests (skipped without an NPU). Extra arguments go to pytest.
-# pytest exits 5 when it collects no tests; we let that fail the run rather than pass silently.
-set -euo pipefail
+# Run the whole test suite, or the pytest arguments given (`make test-fast` passes its own).
+#
+# Without arguments (tests marked `long` excluded; `make test-long` runs them):
+#   1. the unit tier, on two pytest-xdist workers;
+#   2. two pytest sessions at once, each with its own share of the tiers that start real processes:
+#        notebooks  the notebooks (papermill) and browser (headless Chromium) tiers, which share one
+#                   headless run of every notebook, then the integration modules listed in NOTEBOOK_SIDE;
+#        servers    the other integration modules (sharing one tiny-model server) and the npu tier.
+#      A vLLM CPU server spends most of its ~75 s start in single-threaded imports (API server,
+#      EngineCore, worker), so two sessions take two starts in about the time of one. Each session
+#      keeps its module- and session-scoped servers whole (pytest-xdist's --dist loadgroup would be the
+#      tool, but it does not group under pytest 9 here: measured, every group split across workers).
+# Every session always runs; the exit code is non-zero when any fails (pytest exits 5 when it collects
+# no tests, which fails the run rather than passing silently). Each line of output carries its session.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
-exec .venv/bin/python -m pytest -p no:cacheprovider --timeout=900 --durations=15 "$@"
+PYTEST=(.venv/bin/python -m pytest -p no:cacheprovider --timeout=900 --durations=25)
+NOT_LONG=(-m "not long")  # long experiments: `make test-long`
+
+if [ $# -gt 0 ]; then
+    exec "${PYTEST[@]}" "$@"
+fi
+
+# Balanced by measured durations (the notebook run is the longest single piece).
+NOTEBOOK_SIDE=(tests/integration/test_parallel_sweep.py tests/integration/test_quantized_serving.py)
+SERVER_SIDE=()
+for f in tests/integration/test_*.py; do
+    [[ " ${NOTEBOOK_SIDE[*]} " == *" $f "* ]] || SERVER_SIDE+=("$f")
+done
+
+status=0
+"${PYTEST[@]}" "${NOT_LONG[@]}" -n 2 tests/unit || status=$?
+
+run_side() {  # name, pytest arguments...
+    local name=$1
+    shift
+    "${PYTEST[@]}" "${NOT_LONG[@]}" "$@" 2>&1 | sed -u "s/^/[$name] /"
+}
+run_side notebooks tests/notebooks tests/browser "${NOTEBOOK_SIDE[@]}" &
+notebooks_pid=$!
+run_side servers "${SERVER_SIDE[@]}" tests/npu &
+servers_pid=$!
+wait $notebooks_pid || status=$?
+wait $servers_pid || status=$?
+exit $status

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
+# The first test that asks for `notebook_run` pays for executing every notebook (pytest-timeout counts
+# fixture set-up in the test's time), so those tests get the whole run's budget, not the per-test one.
+NOTEBOOK_RUN_TIMEOUT_S = 2400
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from ascend_backend.device import npu_status
+
+    for item in items:
+        if "notebook_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(NOTEBOOK_RUN_TIMEOUT_S))
 
     status = npu_status()
     if status.available:
@@ -20,6 +28,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "npu" in item.keywords:
             item.add_marker(skip)
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """The headless run's report, and the runs/ and data folders its kernels wrote to (env var -> path)."""
+
+    run_dir: Path
+    outcomes: tuple
+    private_dirs: dict[str, str]
 
 
 @pytest.fixture(scope="session")
@@ -31,17 +48,34 @@ def notebook_run(tmp_path_factory: pytest.TempPathFactory):
     from workbench import settings
     from workbench.notebook_runner import discover, run_notebooks
 
+    reuse = os.environ.get("ASCEND_WORKBENCH_TEST_NOTEBOOK_RUN")
+    if reuse:  # iterate on the browser tier: a finished headless run's folder (runs/notebooks/<stamp>)
+        return _finished_run(Path(reuse))
     # The kernels' results and stored baselines go to the session's folders, not the user's.
-    private = {"ASCEND_WORKBENCH_RUNS": tmp_path_factory.mktemp("runs"), "ASCEND_WORKBENCH_DATA": tmp_path_factory.mktemp("data")}
+    private = {name: str(tmp_path_factory.mktemp(kind)) for name, kind in
+               (("ASCEND_WORKBENCH_RUNS", "runs"), ("ASCEND_WORKBENCH_DATA", "data"))}
     saved = {name: os.environ.get(name) for name in private}
-    os.environ.update({name: str(path) for name, path in private.items()})
+    os.environ.update(private)
     try:
         run_dir = settings.run_dir("notebooks", fresh=True)
-        return run_notebooks(discover(settings.notebooks_dir()), run_dir, cwd=REPO_ROOT, progress=False,
-                             cell_timeout_s=900)
+        report = run_notebooks(discover(settings.notebooks_dir()), run_dir, cwd=REPO_ROOT, progress=False,
+                               cell_timeout_s=900)
+        return NotebookRun(report.run_dir, report.outcomes, private)
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _finished_run(run_dir: Path) -> NotebookRun:
+    import json
+
+    from workbench.notebook_runner import NotebookOutcome
+
+    summary = run_dir / "summary.json"
+    if not summary.is_file():
+        pytest.fail(f"ASCEND_WORKBENCH_TEST_NOTEBOOK_RUN={run_dir}: no summary.json; name a runs/notebooks/<stamp> folder")
+    outcomes = tuple(NotebookOutcome(**o) for o in json.loads(summary.read_text())["notebooks"])
+    return NotebookRun(run_dir, outcomes, {"ASCEND_WORKBENCH_RUNS": str(run_dir.parent.parent)})
