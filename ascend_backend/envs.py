@@ -38,6 +38,7 @@ def _auto_on_off(name: str) -> Callable[[str], str]:
         if value in {"0", "false", "no", "off"}:
             return "off"
         raise ValueError(f"{name}={raw!r} is not understood; use auto, on or off")
+
     return parse
 
 
@@ -152,7 +153,4 @@ def __dir__() -> list[str]:
 
 def describe() -> list[dict[str, str]]:
     """Rows (name, value, default, doc) for notebooks and the README."""
-    return [
-        {"name": v.name, "value": os.environ.get(v.name, ""), "default": v.default, "doc": v.doc}
-        for v in ENV_VARS
-    ]
+    return [{"name": v.name, "value": os.environ.get(v.name, ""), "default": v.default, "doc": v.doc} for v in ENV_VARS]

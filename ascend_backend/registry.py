@@ -217,9 +217,7 @@ class OpRegistry:
         try:
             return self._ops[op]
         except KeyError:
-            raise UnknownOpError(
-                f"unknown op {op!r}; known ops: {', '.join(self.ops())}"
-            ) from None
+            raise UnknownOpError(f"unknown op {op!r}; known ops: {', '.join(self.ops())}") from None
 
     def impl(self, op: str, backend: Backend) -> Callable[..., Any]:
         """One implementation, bypassing selection (the op suite runs native as its reference)."""
@@ -248,7 +246,9 @@ class OpRegistry:
             theirs = self._choose_alone(partner, kind)
             if theirs.backend is not own.backend:
                 return Selection(
-                    op, kind, Backend.NATIVE,
+                    op,
+                    kind,
+                    Backend.NATIVE,
                     f"linked to {partner}, which runs {theirs.backend.value} ({theirs.reason}); linked ops share "
                     f"a data layout and run on one backend",
                 )
@@ -269,7 +269,9 @@ class OpRegistry:
             return Selection(op, kind, Backend.NATIVE, self._cpu_reason(entry))
         if accelerated not in entry.impls:
             return Selection(
-                op, kind, Backend.NATIVE,
+                op,
+                kind,
+                Backend.NATIVE,
                 f"no {accelerated.value} kernel registered; native PyTorch runs on {kind.value}",
             )
         if accelerated is Backend.NPU and not npu_status().available:
@@ -355,9 +357,9 @@ class OpRegistry:
     ) -> Iterator[FaultHandle]:
         """Corrupt `op`'s output inside the block: every call, only the `call`-th, or only in `module`.
 
-            with REGISTRY.inject("rms_norm", fault="nan", module="model.layers.2.input_layernorm") as f:
-                model(x)
-            assert f.fired == 1
+        with REGISTRY.inject("rms_norm", fault="nan", module="model.layers.2.input_layernorm") as f:
+            model(x)
+        assert f.fired == 1
         """
         self.entry(op)
         handle = self.arm(FaultSpec(op, FaultKind(fault), call, module, factor, std, seed))
@@ -473,7 +475,23 @@ reset_stats = REGISTRY.reset_stats
 describe = REGISTRY.describe
 
 __all__ = [
-    "Backend", "FaultKind", "FaultSpec", "OpRegistry", "REGISTRY", "Selection", "UnknownOpError",
-    "attach_module_names", "current_module", "describe", "dispatch", "forced_native", "inject",
-    "module_scope", "override", "register", "reset_stats", "select", "stats",
+    "Backend",
+    "FaultKind",
+    "FaultSpec",
+    "OpRegistry",
+    "REGISTRY",
+    "Selection",
+    "UnknownOpError",
+    "attach_module_names",
+    "current_module",
+    "describe",
+    "dispatch",
+    "forced_native",
+    "inject",
+    "module_scope",
+    "override",
+    "register",
+    "reset_stats",
+    "select",
+    "stats",
 ]

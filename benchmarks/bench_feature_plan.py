@@ -45,7 +45,9 @@ def main() -> int:
             continue
         ratio = r.start_s / baseline.start_s if baseline.start_s else float("nan")
         result = "pass" if r.passed else (r.crash_kind or r.match or "failed")
-        print(f"{r.kind:<12} {'+'.join(r.features) or '-':<48} {r.start_s:8.1f} {ratio:7.2f} {r.probe_s:8.1f}  {result}")
+        print(
+            f"{r.kind:<12} {'+'.join(r.features) or '-':<48} {r.start_s:8.1f} {ratio:7.2f} {r.probe_s:8.1f}  {result}"
+        )
     kinds = {r.kind for r in verdict.records}
     if verdict.status != "all_pass" or not {"baseline", "alone", "cumulative"} <= kinds:
         print(f"FAILED: expected every feature of {args.plan} to pass; got {verdict.status}", file=sys.stderr)

@@ -58,11 +58,11 @@ class Shape:
 
 @dataclass
 class Batch:
-    query: torch.Tensor         # [num_seqs, num_heads, head_size]
-    kv_cache: torch.Tensor      # [2, num_blocks, block_size, kv_heads, head_size]
+    query: torch.Tensor  # [num_seqs, num_heads, head_size]
+    kv_cache: torch.Tensor  # [2, num_blocks, block_size, kv_heads, head_size]
     block_tables: torch.Tensor  # [num_seqs, blocks_per_seq] int32, shuffled
     context_lens: torch.Tensor  # [num_seqs] int32
-    dense_k: torch.Tensor       # [num_seqs, kv_heads, context, head_size]
+    dense_k: torch.Tensor  # [num_seqs, kv_heads, context, head_size]
     dense_v: torch.Tensor
     scale: float
 
@@ -70,8 +70,9 @@ class Batch:
 def make_batch(shape: Shape, dtype: torch.dtype, seed: int = 0) -> Batch:
     gen = torch.Generator().manual_seed(seed)
     num_blocks = shape.num_seqs * shape.blocks_per_seq + 8
-    kv_cache = torch.randn(2, num_blocks, shape.block_size, shape.num_kv_heads, shape.head_size,
-                           generator=gen).to(dtype)
+    kv_cache = torch.randn(2, num_blocks, shape.block_size, shape.num_kv_heads, shape.head_size, generator=gen).to(
+        dtype
+    )
     ids = list(range(num_blocks))
     random.Random(seed).shuffle(ids)
     tables = torch.tensor(ids[: shape.num_seqs * shape.blocks_per_seq], dtype=torch.int32)
@@ -80,19 +81,21 @@ def make_batch(shape: Shape, dtype: torch.dtype, seed: int = 0) -> Batch:
     dense = dense.flatten(2, 3)[:, :, : shape.context].permute(0, 1, 3, 2, 4).contiguous()
     query = torch.randn(shape.num_seqs, shape.num_heads, shape.head_size, generator=gen).to(dtype)
     context_lens = torch.full((shape.num_seqs,), shape.context, dtype=torch.int32)
-    return Batch(query, kv_cache, block_tables, context_lens, dense[0], dense[1], shape.head_size ** -0.5)
+    return Batch(query, kv_cache, block_tables, context_lens, dense[0], dense[1], shape.head_size**-0.5)
 
 
 def reference_f64(batch: Batch) -> torch.Tensor:
     q = batch.query.double()[:, :, None]
-    out = F.scaled_dot_product_attention(q, batch.dense_k.double(), batch.dense_v.double(),
-                                         scale=batch.scale, enable_gqa=True)
+    out = F.scaled_dot_product_attention(
+        q, batch.dense_k.double(), batch.dense_v.double(), scale=batch.scale, enable_gqa=True
+    )
     return out[:, :, 0]
 
 
 def native(batch: Batch) -> Callable[[], torch.Tensor]:
-    return lambda: paged_decode_attention(batch.query, batch.kv_cache, batch.block_tables,
-                                          batch.context_lens, batch.scale)
+    return lambda: paged_decode_attention(
+        batch.query, batch.kv_cache, batch.block_tables, batch.context_lens, batch.scale
+    )
 
 
 def native_eager(batch: Batch) -> Callable[[], torch.Tensor]:
@@ -100,28 +103,33 @@ def native_eager(batch: Batch) -> Callable[[], torch.Tensor]:
         saved = os.environ.get("ASCEND_BACKEND_FUSED_DECODE")
         os.environ["ASCEND_BACKEND_FUSED_DECODE"] = "off"
         try:
-            return paged_decode_attention(batch.query, batch.kv_cache, batch.block_tables,
-                                          batch.context_lens, batch.scale)
+            return paged_decode_attention(
+                batch.query, batch.kv_cache, batch.block_tables, batch.context_lens, batch.scale
+            )
         finally:
             if saved is None:
                 del os.environ["ASCEND_BACKEND_FUSED_DECODE"]
             else:
                 os.environ["ASCEND_BACKEND_FUSED_DECODE"] = saved
+
     return run
 
 
 def sdpa_dense(batch: Batch) -> Callable[[], torch.Tensor]:
     q = batch.query[:, :, None]
-    return lambda: F.scaled_dot_product_attention(q, batch.dense_k, batch.dense_v, scale=batch.scale,
-                                                  enable_gqa=True)[:, :, 0]
+    return lambda: F.scaled_dot_product_attention(q, batch.dense_k, batch.dense_v, scale=batch.scale, enable_gqa=True)[
+        :, :, 0
+    ]
 
 
 def gather_sdpa(batch: Batch, shape: Shape) -> Callable[[], torch.Tensor]:
     def run() -> torch.Tensor:
         blocks = batch.kv_cache[:, batch.block_tables.long()].flatten(2, 3)[:, :, : shape.context]
         k, v = blocks.transpose(2, 3)  # [seqs, kv_heads, context, head]
-        return F.scaled_dot_product_attention(batch.query[:, :, None], k, v, scale=batch.scale,
-                                              enable_gqa=True)[:, :, 0]
+        return F.scaled_dot_product_attention(batch.query[:, :, None], k, v, scale=batch.scale, enable_gqa=True)[
+            :, :, 0
+        ]
+
     return run
 
 
@@ -141,29 +149,52 @@ def vllm_cpu(batch: Batch, shape: Shape) -> tuple[Callable[[], torch.Tensor] | N
     cache = torch.zeros(num_blocks, shape.num_kv_heads, 2 * shape.block_size, shape.head_size, dtype=dtype)
     key_cache, value_cache = cache.chunk(2, dim=2)
     positions = torch.arange(shape.context)
-    slots = (batch.block_tables.long()[:, positions // shape.block_size] * shape.block_size
-             + positions % shape.block_size).reshape(-1)
+    slots = (
+        batch.block_tables.long()[:, positions // shape.block_size] * shape.block_size + positions % shape.block_size
+    ).reshape(-1)
     ops.cpu_attn_reshape_and_cache(
         batch.dense_k.transpose(1, 2).reshape(-1, shape.num_kv_heads, shape.head_size),
         batch.dense_v.transpose(1, 2).reshape(-1, shape.num_kv_heads, shape.head_size),
-        key_cache, value_cache, slots, isa,
+        key_cache,
+        value_cache,
+        slots,
+        isa,
     )
     query_start_loc = torch.arange(shape.num_seqs + 1, dtype=torch.int32)
     metadata = ops.cpu_attn_get_scheduler_metadata(
-        num_reqs=shape.num_seqs, num_heads=shape.num_heads, num_kv_heads=shape.num_kv_heads,
-        head_dim=shape.head_size, seq_lens=batch.context_lens, dtype=dtype, query_start_loc=query_start_loc,
-        causal=True, sliding_window_size=-1, isa=isa, enable_kv_split=bool(vllm_envs.VLLM_CPU_ATTN_SPLIT_KV),
+        num_reqs=shape.num_seqs,
+        num_heads=shape.num_heads,
+        num_kv_heads=shape.num_kv_heads,
+        head_dim=shape.head_size,
+        seq_lens=batch.context_lens,
+        dtype=dtype,
+        query_start_loc=query_start_loc,
+        causal=True,
+        sliding_window_size=-1,
+        isa=isa,
+        enable_kv_split=bool(vllm_envs.VLLM_CPU_ATTN_SPLIT_KV),
     )
     out = torch.empty_like(batch.query)
 
     def run() -> torch.Tensor:
         ops.cpu_attention_with_kv_cache(
-            query=batch.query, key_cache=key_cache, value_cache=value_cache, output=out,
-            query_start_loc=query_start_loc, seq_lens=batch.context_lens, scale=batch.scale, causal=True,
-            alibi_slopes=None, sliding_window=-1, block_table=batch.block_tables, softcap=0.0,
-            scheduler_metadata=metadata, s_aux=None,
+            query=batch.query,
+            key_cache=key_cache,
+            value_cache=value_cache,
+            output=out,
+            query_start_loc=query_start_loc,
+            seq_lens=batch.context_lens,
+            scale=batch.scale,
+            causal=True,
+            alibi_slopes=None,
+            sliding_window=-1,
+            block_table=batch.block_tables,
+            softcap=0.0,
+            scheduler_metadata=metadata,
+            s_aux=None,
         )
         return out
+
     return run, f"isa={isa}"
 
 
@@ -208,15 +239,21 @@ def bench_dtype(shape: Shape, dtype: torch.dtype, rounds: int, with_naive: bool)
     best = {name: min(ts) for name, ts in times.items()}
     print(f"   {'candidate':12s} {'min ms':>9s} {'median ms':>10s} {'native / it':>12s}")
     for name, ts in times.items():
-        print(f"   {name:12s} {best[name] * 1e3:9.2f} {statistics.median(ts) * 1e3:10.2f} "
-              f"{best['native'] / best[name]:12.2f}")
+        print(
+            f"   {name:12s} {best[name] * 1e3:9.2f} {statistics.median(ts) * 1e3:10.2f} "
+            f"{best['native'] / best[name]:12.2f}"
+        )
     vs_sdpa = best["native"] / best["sdpa_dense"]
-    print(f"   native / sdpa_dense = {vs_sdpa:.2f} (target <= {TARGET_VS_SDPA}) "
-          f"{'MET' if vs_sdpa <= TARGET_VS_SDPA else 'MISSED'}")
+    print(
+        f"   native / sdpa_dense = {vs_sdpa:.2f} (target <= {TARGET_VS_SDPA}) "
+        f"{'MET' if vs_sdpa <= TARGET_VS_SDPA else 'MISSED'}"
+    )
     if "vllm_cpu" in best:
         vs_vllm = best["native"] / best["vllm_cpu"]
-        print(f"   native / vllm_cpu   = {vs_vllm:.2f} (target <= {TARGET_VS_VLLM}) "
-              f"{'MET' if vs_vllm <= TARGET_VS_VLLM else 'MISSED'}")
+        print(
+            f"   native / vllm_cpu   = {vs_vllm:.2f} (target <= {TARGET_VS_VLLM}) "
+            f"{'MET' if vs_vllm <= TARGET_VS_VLLM else 'MISSED'}"
+        )
     return best
 
 
@@ -228,13 +265,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head-size", type=int, default=128)
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--block-size", type=int, default=128)
-    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
-                        choices=["float32", "bfloat16", "float16"])
+    parser.add_argument(
+        "--dtypes", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16", "float16"]
+    )
     parser.add_argument("--rounds", type=int, default=20, help="timed rounds per candidate")
     parser.add_argument("--with-naive", action="store_true", help="also time gather-then-SDPA")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch intra-op threads (default: torch's choice); 1 makes a shared machine's "
-                             "noise matter less")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (default: torch's choice); 1 makes a shared machine's noise matter less",
+    )
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -253,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== every dtype against float32 dense SDPA")
         for name, best in results.items():
             ratio = best["native"] / results["float32"]["sdpa_dense"]
-            print(f"   native {name:9s} / sdpa_dense float32 = {ratio:.2f} (target <= {TARGET_VS_SDPA}) "
-                  f"{'MET' if ratio <= TARGET_VS_SDPA else 'MISSED'}")
+            print(
+                f"   native {name:9s} / sdpa_dense float32 = {ratio:.2f} (target <= {TARGET_VS_SDPA}) "
+                f"{'MET' if ratio <= TARGET_VS_SDPA else 'MISSED'}"
+            )
     return 0
 
 

@@ -56,8 +56,15 @@ def child(args: argparse.Namespace) -> None:
     """Inside the measured process: build the engine, warm up, time `--repeats` generates."""
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=args.model, enforce_eager=not args.compiled, max_model_len=1024, block_size=32,
-              max_num_seqs=args.prompts, seed=0, distributed_executor_backend="uni")
+    llm = LLM(
+        model=args.model,
+        enforce_eager=not args.compiled,
+        max_model_len=1024,
+        block_size=32,
+        max_num_seqs=args.prompts,
+        seed=0,
+        distributed_executor_backend="uni",
+    )
     vocab = llm.get_tokenizer().vocab_size
     prompts = [
         {"prompt_token_ids": [(1000 + 7919 * i + 31 * t) % (vocab - 1000) + 500 for t in range(args.prompt_tokens)]}
@@ -86,19 +93,36 @@ def child(args: argparse.Namespace) -> None:
 def measure(args: argparse.Namespace, plugin: bool, workdir: Path) -> Measurement:
     out = workdir / f"run-{time.monotonic_ns()}.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND_BACKEND_")}
-    env.update(VLLM_CPU_KVCACHE_SPACE=env.get("VLLM_CPU_KVCACHE_SPACE", "2"),
-               VLLM_CPU_OMP_THREADS_BIND=env.get("VLLM_CPU_OMP_THREADS_BIND", "0-1"),
-               VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_DISABLE_COMPILE_CACHE="1",
-               PYTHONPATH=str(REPO_ROOT))
+    env.update(
+        VLLM_CPU_KVCACHE_SPACE=env.get("VLLM_CPU_KVCACHE_SPACE", "2"),
+        VLLM_CPU_OMP_THREADS_BIND=env.get("VLLM_CPU_OMP_THREADS_BIND", "0-1"),
+        VLLM_ENABLE_V1_MULTIPROCESSING="0",
+        VLLM_DISABLE_COMPILE_CACHE="1",
+        PYTHONPATH=str(REPO_ROOT),
+    )
     if plugin:
         env.pop("VLLM_PLUGINS", None)
         if args.kernels == "native":
             env["ASCEND_BACKEND_FORCE_NATIVE"] = "*"
     else:
         env["VLLM_PLUGINS"] = ""
-    argv = [sys.executable, __file__, "--child", "--out", str(out), "--model", args.model,
-            "--prompts", str(args.prompts), "--prompt-tokens", str(args.prompt_tokens),
-            "--output-tokens", str(args.output_tokens), "--repeats", str(args.repeats)]
+    argv = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--out",
+        str(out),
+        "--model",
+        args.model,
+        "--prompts",
+        str(args.prompts),
+        "--prompt-tokens",
+        str(args.prompt_tokens),
+        "--output-tokens",
+        str(args.output_tokens),
+        "--repeats",
+        str(args.repeats),
+    ]
     if args.compiled:
         argv.append("--compiled")
     log = workdir / f"{out.stem}.log"
@@ -134,9 +158,13 @@ def main() -> None:
     parser.add_argument("--output-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2, help="timed generates per engine")
     parser.add_argument("--compiled", action="store_true", help="torch.compile (graph mode) instead of eager")
-    parser.add_argument("--kernels", choices=("vllm", "native"), default="vllm",
-                        help="what the plugin runs on CPU: vLLM's C++ kernels where it has them (the default) "
-                             "or our native PyTorch kernels for every op")
+    parser.add_argument(
+        "--kernels",
+        choices=("vllm", "native"),
+        default="vllm",
+        help="what the plugin runs on CPU: vLLM's C++ kernels where it has them (the default) "
+        "or our native PyTorch kernels for every op",
+    )
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -148,9 +176,11 @@ def main() -> None:
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_plugin_{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
     mode = "compiled" if args.compiled else "eager"
-    print(f"model {args.model} ({mode}, plugin kernels: {args.kernels}); {args.prompts} prompts x "
-          f"{args.prompt_tokens} tokens -> {args.output_tokens} output tokens; {args.repeats} timed generates "
-          f"per engine")
+    print(
+        f"model {args.model} ({mode}, plugin kernels: {args.kernels}); {args.prompts} prompts x "
+        f"{args.prompt_tokens} tokens -> {args.output_tokens} output tokens; {args.repeats} timed generates "
+        f"per engine"
+    )
     cpu_ratios, wall_ratios = [], []
     for pair in range(args.pairs):
         # Alternate which side goes first, so whatever favours the first (or second) run of a pair
@@ -163,9 +193,12 @@ def main() -> None:
             off = measure(args, plugin=False, workdir=workdir)
         cpu_ratios.append(on.tokens_per_cpu_s / off.tokens_per_cpu_s)
         wall_ratios.append(on.tokens_per_s / off.tokens_per_s)
-        print(f"pair {pair + 1}: without {off.tokens_per_cpu_s:8.1f} tok/CPU-s {off.tokens_per_s:8.1f} tok/s | "
-              f"with {on.tokens_per_cpu_s:8.1f} tok/CPU-s {on.tokens_per_s:8.1f} tok/s | "
-              f"ratio cpu {cpu_ratios[-1]:.3f} wall {wall_ratios[-1]:.3f}", flush=True)
+        print(
+            f"pair {pair + 1}: without {off.tokens_per_cpu_s:8.1f} tok/CPU-s {off.tokens_per_s:8.1f} tok/s | "
+            f"with {on.tokens_per_cpu_s:8.1f} tok/CPU-s {on.tokens_per_s:8.1f} tok/s | "
+            f"ratio cpu {cpu_ratios[-1]:.3f} wall {wall_ratios[-1]:.3f}",
+            flush=True,
+        )
         if pair == 0:
             # Imported here, in the parent only: a child that imported ascend_backend itself could no
             # longer tell from sys.modules whether the plugin loaded.
@@ -174,9 +207,11 @@ def main() -> None:
             print(f"  plugin run served by: {format_counts(on.op_calls)}", flush=True)
     ratio = statistics.median(cpu_ratios)
     verdict = "meets" if ratio >= TARGET else "MISSES"
-    print(f"throughput ratio with/without plugin ({mode}, kernels {args.kernels}): {ratio:.3f} "
-          f"(tokens per CPU-second, median of {args.pairs}); "
-          f"wall-clock {statistics.median(wall_ratios):.3f}; {verdict} the >= {TARGET} target")
+    print(
+        f"throughput ratio with/without plugin ({mode}, kernels {args.kernels}): {ratio:.3f} "
+        f"(tokens per CPU-second, median of {args.pairs}); "
+        f"wall-clock {statistics.median(wall_ratios):.3f}; {verdict} the >= {TARGET} target"
+    )
 
 
 if __name__ == "__main__":

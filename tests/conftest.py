@@ -52,14 +52,17 @@ def notebook_run(tmp_path_factory: pytest.TempPathFactory):
     if reuse:  # iterate on the browser tier: a finished headless run's folder (runs/notebooks/<stamp>)
         return _finished_run(Path(reuse))
     # The kernels' results and stored baselines go to the session's folders, not the user's.
-    private = {name: str(tmp_path_factory.mktemp(kind)) for name, kind in
-               (("ASCEND_WORKBENCH_RUNS", "runs"), ("ASCEND_WORKBENCH_DATA", "data"))}
+    private = {
+        name: str(tmp_path_factory.mktemp(kind))
+        for name, kind in (("ASCEND_WORKBENCH_RUNS", "runs"), ("ASCEND_WORKBENCH_DATA", "data"))
+    }
     saved = {name: os.environ.get(name) for name in private}
     os.environ.update(private)
     try:
         run_dir = settings.run_dir("notebooks", fresh=True)
-        report = run_notebooks(discover(settings.notebooks_dir()), run_dir, cwd=REPO_ROOT, progress=False,
-                               cell_timeout_s=900)
+        report = run_notebooks(
+            discover(settings.notebooks_dir()), run_dir, cwd=REPO_ROOT, progress=False, cell_timeout_s=900
+        )
         return NotebookRun(report.run_dir, report.outcomes, private)
     finally:
         for name, value in saved.items():
@@ -76,6 +79,8 @@ def _finished_run(run_dir: Path) -> NotebookRun:
 
     summary = run_dir / "summary.json"
     if not summary.is_file():
-        pytest.fail(f"ASCEND_WORKBENCH_TEST_NOTEBOOK_RUN={run_dir}: no summary.json; name a runs/notebooks/<stamp> folder")
+        pytest.fail(
+            f"ASCEND_WORKBENCH_TEST_NOTEBOOK_RUN={run_dir}: no summary.json; name a runs/notebooks/<stamp> folder"
+        )
     outcomes = tuple(NotebookOutcome(**o) for o in json.loads(summary.read_text())["notebooks"])
     return NotebookRun(run_dir, outcomes, {"ASCEND_WORKBENCH_RUNS": str(run_dir.parent.parent)})

@@ -56,9 +56,7 @@ def discover(notebooks_dir: Path, only: Sequence[str] = ()) -> list[Path]:
     if only:
         found = [p for p in found if any(pattern in p.name for pattern in only)]
     if not found:
-        raise WorkbenchError(
-            f"no notebooks to run in {notebooks_dir}" + (f" matching {list(only)}" if only else "")
-        )
+        raise WorkbenchError(f"no notebooks to run in {notebooks_dir}" + (f" matching {list(only)}" if only else ""))
     return found
 
 
@@ -95,7 +93,11 @@ def run_notebooks(
 
 
 def _execute_one(
-    path: Path, run_dir: Path, parameters: dict[str, Any], kernel_name: str, cwd: Path | None,
+    path: Path,
+    run_dir: Path,
+    parameters: dict[str, Any],
+    kernel_name: str,
+    cwd: Path | None,
     cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
 ) -> NotebookOutcome:
     import papermill
@@ -123,8 +125,10 @@ def _execute_one(
         error = f"{exc.ename}: {exc.evalue}"
     except CellTimeoutError:
         failed_cell = _failing_cell_index(executed, None)  # nbclient leaves an error output on that cell
-        error = (f"CellTimeoutError: the cell ran longer than {cell_timeout_s:g} s and was stopped "
-                 "(raise it with `ascend-workbench run --cell-timeout SECONDS`)")
+        error = (
+            f"CellTimeoutError: the cell ran longer than {cell_timeout_s:g} s and was stopped "
+            "(raise it with `ascend-workbench run --cell-timeout SECONDS`)"
+        )
     seconds = time.perf_counter() - start
     html_name = _to_html(executed) if executed.exists() else None
     return NotebookOutcome(path.name, error is None, round(seconds, 2), executed.name, html_name, failed_cell, error)

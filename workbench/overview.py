@@ -82,6 +82,17 @@ def compare_op(
     REGISTRY.entry(op)  # unknown op -> error listing the known ones
     target = resolve_device(device)
     cases = [OpCase(op, tuple(sorted(as_params(op, shape).items())), parse_dtype(dtype), seed) for shape in shapes]
-    columns = ["op", "case", "dtype", "device", "implementation", "verdict", "cosine", "max_abs_err",
-               "max_rel_err", "one_thousandth_ratio", "reason"]
+    columns = [
+        "op",
+        "case",
+        "dtype",
+        "device",
+        "implementation",
+        "verdict",
+        "cosine",
+        "max_abs_err",
+        "max_rel_err",
+        "one_thousandth_ratio",
+        "reason",
+    ]
     return pd.DataFrame([run_case(case, target).row() for case in cases])[columns]

@@ -24,8 +24,9 @@ def headless() -> bool:
     return os.environ.get(HEADLESS_ENV, "") == "1"
 
 
-def choice_panel(label: str, options: Sequence[tuple[str, object]], render: Callable[[object], object],
-                 default: object | None = None) -> widgets.Widget:
+def choice_panel(
+    label: str, options: Sequence[tuple[str, object]], render: Callable[[object], object], default: object | None = None
+) -> widgets.Widget:
     """A dropdown over `options` ((text, value) pairs) whose output area shows render(value).
 
     Headless: render(default) itself, for the cell to display.
@@ -33,8 +34,13 @@ def choice_panel(label: str, options: Sequence[tuple[str, object]], render: Call
     values = [value for _, value in options]
     if headless():
         return render(default if default in values else values[0])
-    dropdown = widgets.Dropdown(options=list(options), value=default if default in values else values[0],
-                                description=label, layout={"width": "80%"}, style={"description_width": "initial"})
+    dropdown = widgets.Dropdown(
+        options=list(options),
+        value=default if default in values else values[0],
+        description=label,
+        layout={"width": "80%"},
+        style={"description_width": "initial"},
+    )
 
     def show(value: object) -> None:
         display(render(value))
@@ -52,8 +58,10 @@ def feature_toggles(names: Sequence[str], selected: Sequence[str], descriptions:
         chosen = [name for name in names if name in selected]
         items = "".join(f"<li>{html.escape(name)}</li>" for name in chosen)
         return HTML(f"<b>features to bisect</b><ul>{items}</ul>"), lambda: list(chosen)
-    boxes = [widgets.Checkbox(value=name in selected, description=name, indent=False,
-                              tooltip=descriptions.get(name, "")) for name in names]
+    boxes = [
+        widgets.Checkbox(value=name in selected, description=name, indent=False, tooltip=descriptions.get(name, ""))
+        for name in names
+    ]
     panel = widgets.VBox([widgets.HTML("<b>features to bisect</b>"), *boxes])
 
     def read() -> list[str]:

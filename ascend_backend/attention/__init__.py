@@ -39,8 +39,22 @@ from ascend_backend.attention.ops import (
 from ascend_backend.attention.paged import default_scale
 
 __all__ = [
-    "ATTENTION_OPS", "AttentionMetadata", "AttentionState", "KVCacheDims", "KV_CACHE_LAYOUT", "STATE_OPS",
-    "allocate_kv_cache", "build_attention_metadata", "chunked_prefill_attention", "classify_state",
-    "compute_slot_mapping", "default_scale", "kv_cache_shape", "paged_attention_forward",
-    "paged_decode_attention", "prefill_attention", "prefill_cache_hit_attention", "reshape_and_cache",
+    "ATTENTION_OPS",
+    "AttentionMetadata",
+    "AttentionState",
+    "KVCacheDims",
+    "KV_CACHE_LAYOUT",
+    "STATE_OPS",
+    "allocate_kv_cache",
+    "build_attention_metadata",
+    "chunked_prefill_attention",
+    "classify_state",
+    "compute_slot_mapping",
+    "default_scale",
+    "kv_cache_shape",
+    "paged_attention_forward",
+    "paged_decode_attention",
+    "prefill_attention",
+    "prefill_cache_hit_attention",
+    "reshape_and_cache",
 ]

@@ -60,9 +60,9 @@ class DecodeBucket:
     """Sequences decoded by one kernel call, padded to the longest of them."""
 
     rows: torch.Tensor | None  # [b] int64 positions of these sequences in the batch; None = all, in order
-    blocks: torch.Tensor       # [b, T] int64 physical block of each context token (padding: own token 0)
-    offsets: torch.Tensor      # [b, T] int64 offset in that block
-    lens: torch.Tensor         # [b] int64 context length
+    blocks: torch.Tensor  # [b, T] int64 physical block of each context token (padding: own token 0)
+    offsets: torch.Tensor  # [b, T] int64 offset in that block
+    lens: torch.Tensor  # [b] int64 context length
 
 
 @dataclass(frozen=True)
@@ -75,15 +75,15 @@ class DecodeIndex:
 
 def build_decode_index(
     block_tables: torch.Tensor,  # [S, max_blocks] int32/int64
-    context_lens: list[int],     # [S] tokens in the cache per sequence, each >= 1
+    context_lens: list[int],  # [S] tokens in the cache per sequence, each >= 1
     block_size: int,
     num_blocks: int | None = None,  # cache size, to vet the table; None when the table is trusted (vLLM's)
 ) -> DecodeIndex:
     """Token locations for `decode_math`, bucketed by length (see `length_buckets`).
 
-        block_size 4, one table row [7, 2], context 6:
-        blocks  [7, 7, 7, 7, 2, 2]   offsets [0, 1, 2, 3, 0, 1]
-        in a bucket padded to 8 tokens: blocks [7, 7, 7, 7, 2, 2, 7, 7], offsets [..., 0, 1, 0, 0]
+    block_size 4, one table row [7, 2], context 6:
+    blocks  [7, 7, 7, 7, 2, 2]   offsets [0, 1, 2, 3, 0, 1]
+    in a bucket padded to 8 tokens: blocks [7, 7, 7, 7, 2, 2, 7, 7], offsets [..., 0, 1, 0, 0]
     """
     blocks_per_seq = [-(-n // block_size) for n in context_lens]
     tables = block_tables.long()
@@ -96,22 +96,22 @@ def build_decode_index(
         table = tables if rows is None else tables.index_select(0, rows)
         lens = torch.tensor([context_lens[r] for r in group], dtype=torch.long, device=tables.device)
         longest = max(context_lens[r] for r in group)
-        slots = torch.arange(longest, device=tables.device)              # [T]
-        valid = slots[None, :] < lens[:, None]                           # [b, T]
-        slots = torch.where(valid, slots, 0)                             # padding -> the sequence's token 0
+        slots = torch.arange(longest, device=tables.device)  # [T]
+        valid = slots[None, :] < lens[:, None]  # [b, T]
+        slots = torch.where(valid, slots, 0)  # padding -> the sequence's token 0
         blocks = torch.gather(table, 1, slots // block_size)
         buckets.append(DecodeBucket(rows, blocks, slots % block_size, lens))
     return DecodeIndex(len(context_lens), tuple(buckets))
 
 
 def decode_math(
-    query: torch.Tensor,          # [S, kv_heads, group, head_size] float32, already multiplied by the scale
-    key_cache: torch.Tensor,      # [num_blocks, block_size, kv_heads, head_size], any float dtype and strides
-    value_cache: torch.Tensor,    # same shape and dtype as key_cache
-    blocks: torch.Tensor,         # [S, T] int64 block of each context token; padding -> a valid row
-    offsets: torch.Tensor,        # [S, T] int64 offset in that block
-    context_lens: torch.Tensor,   # [S] int64; tokens t >= context_lens[s] are padding
-) -> torch.Tensor:                # [S, kv_heads, group, head_size] float32
+    query: torch.Tensor,  # [S, kv_heads, group, head_size] float32, already multiplied by the scale
+    key_cache: torch.Tensor,  # [num_blocks, block_size, kv_heads, head_size], any float dtype and strides
+    value_cache: torch.Tensor,  # same shape and dtype as key_cache
+    blocks: torch.Tensor,  # [S, T] int64 block of each context token; padding -> a valid row
+    offsets: torch.Tensor,  # [S, T] int64 offset in that block
+    context_lens: torch.Tensor,  # [S] int64; tokens t >= context_lens[s] are padding
+) -> torch.Tensor:  # [S, kv_heads, group, head_size] float32
     """Softmax(q . K^T) V per sequence over its paged context, written for Inductor to fuse.
 
     Padding slots point at the sequence's own token 0 (see `build_decode_index`) and are masked to
@@ -119,12 +119,12 @@ def decode_math(
     would survive a zero weight (0 * NaN).
     """
     valid = torch.arange(blocks.shape[1], device=query.device)[None, :] < context_lens[:, None]  # [S, T]
-    keys = key_cache[blocks, offsets].float()                                      # [S, T, kv_heads, D]
-    scores = (query[:, None] * keys[:, :, :, None, :]).sum(-1)                     # [S, T, kv_heads, group]
+    keys = key_cache[blocks, offsets].float()  # [S, T, kv_heads, D]
+    scores = (query[:, None] * keys[:, :, :, None, :]).sum(-1)  # [S, T, kv_heads, group]
     scores = scores.masked_fill(~valid[:, :, None, None], float("-inf"))
     probs = torch.softmax(scores, dim=1)
-    values = value_cache[blocks, offsets].float()                                  # [S, T, kv_heads, D]
-    return (probs[..., None] * values[:, :, :, None, :]).sum(1)                    # [S, kv_heads, group, D]
+    values = value_cache[blocks, offsets].float()  # [S, T, kv_heads, D]
+    return (probs[..., None] * values[:, :, :, None, :]).sum(1)  # [S, kv_heads, group, D]
 
 
 def use_fused(device: torch.device, num_seqs: int, tokens: int, kv_heads: int, head_size: int) -> bool:
@@ -159,19 +159,25 @@ def _call(kernel: Callable[..., torch.Tensor], *args: torch.Tensor) -> torch.Ten
     # Batch, context length and cache blocks vary from call to call; heads, head size and block size
     # do not, and keeping them static lets Inductor unroll the head-size loop.
     query, key_cache, value_cache, blocks, offsets, lens = args
-    for tensor, dims in ((query, (0,)), (key_cache, (0,)), (value_cache, (0,)), (blocks, (0, 1)),
-                         (offsets, (0, 1)), (lens, (0,))):
+    for tensor, dims in (
+        (query, (0,)),
+        (key_cache, (0,)),
+        (value_cache, (0,)),
+        (blocks, (0, 1)),
+        (offsets, (0, 1)),
+        (lens, (0,)),
+    ):
         for dim in dims:
             torch._dynamo.maybe_mark_dynamic(tensor, dim)
     return kernel(*args)
 
 
 def fused_decode(
-    query: torch.Tensor,          # [S, kv_heads, group, head_size] float32, scaled
-    key_cache: torch.Tensor,      # [num_blocks, block_size, kv_heads, head_size]
+    query: torch.Tensor,  # [S, kv_heads, group, head_size] float32, scaled
+    key_cache: torch.Tensor,  # [num_blocks, block_size, kv_heads, head_size]
     value_cache: torch.Tensor,
     index: DecodeIndex,
-) -> torch.Tensor | None:         # [S, kv_heads, group, head_size] float32, or None: use the eager path
+) -> torch.Tensor | None:  # [S, kv_heads, group, head_size] float32, or None: use the eager path
     """Run the compiled kernel bucket by bucket; None if compiling fails (logged once)."""
     global _failed, _ready
     started = time.perf_counter()
@@ -183,14 +189,26 @@ def fused_decode(
         else:
             out = torch.empty_like(query)
             for bucket in index.buckets:
-                part = _call(kernel, query.index_select(0, bucket.rows), key_cache, value_cache,
-                             bucket.blocks, bucket.offsets, bucket.lens)
+                part = _call(
+                    kernel,
+                    query.index_select(0, bucket.rows),
+                    key_cache,
+                    value_cache,
+                    bucket.blocks,
+                    bucket.offsets,
+                    bucket.lens,
+                )
                 out.index_copy_(0, bucket.rows, part)
         if not _ready:
             _ready = True
-            logger.info("fused paged decode kernel ready: first call (compile included) took %.1f s; "
-                        "%d sequences, kv cache %s %s", time.perf_counter() - started, index.num_seqs,
-                        str(key_cache.dtype).removeprefix("torch."), tuple(key_cache.shape))
+            logger.info(
+                "fused paged decode kernel ready: first call (compile included) took %.1f s; "
+                "%d sequences, kv cache %s %s",
+                time.perf_counter() - started,
+                index.num_seqs,
+                str(key_cache.dtype).removeprefix("torch."),
+                tuple(key_cache.shape),
+            )
         return out
     except Exception as exc:  # noqa: BLE001 - any compiler/toolchain failure means: keep the eager path
         with _lock:
@@ -199,15 +217,18 @@ def fused_decode(
                 logger.warning(
                     "fused paged decode unavailable (%s); using the eager path in this process. "
                     "Install a C++ compiler for Inductor, or set ASCEND_BACKEND_FUSED_DECODE=off to "
-                    "skip the attempt.", _failed,
+                    "skip the attempt.",
+                    _failed,
                 )
         return None
 
 
 def _check_tables(block_tables: torch.Tensor, blocks: list[int], num_blocks: int) -> None:
     """Every block id a sequence uses must exist: the compiled loads are not bounds-checked."""
-    used = torch.arange(block_tables.shape[1], device=block_tables.device)[None, :] < torch.tensor(
-        blocks, device=block_tables.device)[:, None]
+    used = (
+        torch.arange(block_tables.shape[1], device=block_tables.device)[None, :]
+        < torch.tensor(blocks, device=block_tables.device)[:, None]
+    )
     bad = used & ((block_tables < 0) | (block_tables >= num_blocks))
     if bool(bad.any()):
         seq, col = (int(i) for i in bad.nonzero()[0])
@@ -220,7 +241,7 @@ def _check_tables(block_tables: torch.Tensor, blocks: list[int], num_blocks: int
 def length_buckets(blocks: list[int]) -> list[list[int]]:
     """Group sequence indices so each group's padding to its longest member stays small.
 
-        blocks [8, 1, 7, 2, 8] -> [[0, 4, 2], [3], [1]]   (7 >= 0.75 * 8; 2 < 0.75 * 8; 1 < 0.75 * 2)
+    blocks [8, 1, 7, 2, 8] -> [[0, 4, 2], [3], [1]]   (7 >= 0.75 * 8; 2 < 0.75 * 8; 1 < 0.75 * 2)
     """
     order = sorted(range(len(blocks)), key=lambda i: -blocks[i])
     buckets: list[list[int]] = []

@@ -51,8 +51,12 @@ class KVCacheDims:
 
 def kv_cache_shape(num_blocks: int, block_size: int, num_kv_heads: int, head_size: int) -> tuple[int, ...]:
     """Shape of one layer's cache: (2, num_blocks, block_size, num_kv_heads, head_size)."""
-    for name, value in (("num_blocks", num_blocks), ("block_size", block_size),
-                        ("num_kv_heads", num_kv_heads), ("head_size", head_size)):
+    for name, value in (
+        ("num_blocks", num_blocks),
+        ("block_size", block_size),
+        ("num_kv_heads", num_kv_heads),
+        ("head_size", head_size),
+    ):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
     return KVCacheDims(num_blocks, block_size, num_kv_heads, head_size).shape

@@ -74,15 +74,15 @@ class AttentionMetadata:
     block_size: int
     # Host copies of the lengths: native kernels plan their loops from them and CANN kernels take
     # lengths as host tensors; keeping them avoids a device->host sync per layer.
-    query_lens: tuple[int, ...]   # new tokens per sequence this step
-    seq_lens: tuple[int, ...]     # tokens per sequence after this step (cached + new)
+    query_lens: tuple[int, ...]  # new tokens per sequence this step
+    seq_lens: tuple[int, ...]  # tokens per sequence after this step (cached + new)
     # Lengths as int32 tensors stay on the host, where CANN kernels want them; the rest lives on
     # the device the kernels run on.
     query_lens_tensor: torch.Tensor  # [num_seqs] int32, host
-    seq_lens_tensor: torch.Tensor    # [num_seqs] int32, host
-    query_start_loc: torch.Tensor    # [num_seqs + 1] int32, cumulative query_lens starting at 0
-    block_tables: torch.Tensor       # [num_seqs, max_blocks] int32, rows padded with block 0
-    slot_mapping: torch.Tensor       # [num_tokens] int32, cache slot of each new token
+    seq_lens_tensor: torch.Tensor  # [num_seqs] int32, host
+    query_start_loc: torch.Tensor  # [num_seqs + 1] int32, cumulative query_lens starting at 0
+    block_tables: torch.Tensor  # [num_seqs, max_blocks] int32, rows padded with block 0
+    slot_mapping: torch.Tensor  # [num_tokens] int32, cache slot of each new token
 
     @property
     def num_seqs(self) -> int:
@@ -150,9 +150,7 @@ def build_attention_metadata(
     )
 
 
-def _validate(
-    block_tables: list[list[int]], seq_lens: list[int], query_lens: list[int], block_size: int
-) -> None:
+def _validate(block_tables: list[list[int]], seq_lens: list[int], query_lens: list[int], block_size: int) -> None:
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     if not seq_lens:

@@ -24,9 +24,9 @@ ATTENTION_OPS: tuple[str, ...] = ("reshape_and_cache", *STATE_OPS.values())
 
 
 def reshape_and_cache(
-    key: torch.Tensor,           # [num_tokens, num_kv_heads, head_size]
-    value: torch.Tensor,         # [num_tokens, num_kv_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size], written in place
+    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
+    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], written in place
     slot_mapping: torch.Tensor,  # [num_tokens] int32
 ) -> None:
     """Store each token's key/value at its slot (`slot // block_size`, `slot % block_size`)."""
@@ -34,37 +34,35 @@ def reshape_and_cache(
 
 
 def paged_decode_attention(
-    query: torch.Tensor,         # [num_seqs, num_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size]
+    query: torch.Tensor,  # [num_seqs, num_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
     context_lens: torch.Tensor,  # [num_seqs] int32, cached tokens incl. the one being decoded
     scale: float,
-) -> torch.Tensor:               # [num_seqs, num_heads, head_size]
+) -> torch.Tensor:  # [num_seqs, num_heads, head_size]
     """DecodeOnly: each sequence's single new query over its whole cached context."""
-    return REGISTRY.dispatch(
-        "paged_decode_attention", query.device, query, kv_cache, block_tables, context_lens, scale
-    )
+    return REGISTRY.dispatch("paged_decode_attention", query.device, query, kv_cache, block_tables, context_lens, scale)
 
 
 def prefill_attention(
-    query: torch.Tensor,     # [num_tokens, num_heads, head_size]
-    key: torch.Tensor,       # [num_tokens, num_kv_heads, head_size]
-    value: torch.Tensor,     # [num_tokens, num_kv_heads, head_size]
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
+    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
+    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
     seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
     scale: float,
-) -> torch.Tensor:           # [num_tokens, num_heads, head_size]
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
     """PrefillNoCache: causal attention of whole prompts over their own fresh keys/values."""
     return REGISTRY.dispatch("prefill_attention", query.device, query, key, value, seq_lens, scale)
 
 
 def prefill_cache_hit_attention(
-    query: torch.Tensor,         # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size]
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,    # [num_seqs] int32 host tensor
-    seq_lens: torch.Tensor,      # [num_seqs] int32 host tensor
+    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor
+    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
     scale: float,
-) -> torch.Tensor:               # [num_tokens, num_heads, head_size]
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
     """PrefillCacheHit: new prompt tokens over cached prefix + themselves (cache already written)."""
     return REGISTRY.dispatch(
         "prefill_cache_hit_attention", query.device, query, kv_cache, block_tables, query_lens, seq_lens, scale
@@ -72,13 +70,13 @@ def prefill_cache_hit_attention(
 
 
 def chunked_prefill_attention(
-    query: torch.Tensor,         # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size]
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,    # [num_seqs] int32 host tensor
-    seq_lens: torch.Tensor,      # [num_seqs] int32 host tensor
+    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor
+    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
     scale: float,
-) -> torch.Tensor:               # [num_tokens, num_heads, head_size]
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
     """ChunkedPrefill: decodes and prefill chunks of one batch (cache already written)."""
     return REGISTRY.dispatch(
         "chunked_prefill_attention", query.device, query, kv_cache, block_tables, query_lens, seq_lens, scale
@@ -86,22 +84,20 @@ def chunked_prefill_attention(
 
 
 def paged_attention_forward(
-    query: torch.Tensor,     # [num_tokens, num_heads, head_size]
-    key: torch.Tensor,       # [num_tokens, num_kv_heads, head_size]
-    value: torch.Tensor,     # [num_tokens, num_kv_heads, head_size]
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
+    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
+    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
     kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
     metadata: AttentionMetadata,
     scale: float,
-) -> torch.Tensor:           # [num_tokens, num_heads, head_size]
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
     """One attention layer's step: cache this step's keys/values, then attend for the batch's state.
 
     The write comes first in every state, as in vllm-ascend: the paged states read the new tokens
     back from the cache, and PrefillNoCache needs them cached for the decodes that follow.
     """
     if query.shape[0] != metadata.num_tokens:
-        raise ValueError(
-            f"query has {query.shape[0]} rows but the metadata describes {metadata.num_tokens} new tokens"
-        )
+        raise ValueError(f"query has {query.shape[0]} rows but the metadata describes {metadata.num_tokens} new tokens")
     slot_mapping = metadata.slot_mapping.to(kv_cache.device)
     reshape_and_cache(key, value, kv_cache, slot_mapping)
     state = metadata.state

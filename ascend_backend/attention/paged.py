@@ -77,12 +77,13 @@ def _check_lengths(lens: list[int], block_tables: torch.Tensor, dims: KVCacheDim
 
 
 # --------------------------------------------------------------------------------------------- cache
-@REGISTRY.register("reshape_and_cache", Backend.NATIVE,
-                   doc="Write new tokens' keys/values into the paged KV cache at slot_mapping.")
+@REGISTRY.register(
+    "reshape_and_cache", Backend.NATIVE, doc="Write new tokens' keys/values into the paged KV cache at slot_mapping."
+)
 def reshape_and_cache_native(
-    key: torch.Tensor,           # [num_tokens, num_kv_heads, head_size]
-    value: torch.Tensor,         # [num_tokens, num_kv_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size]
+    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
+    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
     slot_mapping: torch.Tensor,  # [num_tokens] int32, slot = block * block_size + offset
 ) -> None:
     dims = KVCacheDims.of(kv_cache)
@@ -98,11 +99,11 @@ def reshape_and_cache_native(
 
 
 def write_slots(
-    key: torch.Tensor,          # [T, kv_heads, head_size], in the cache dtype
-    value: torch.Tensor,        # [T, kv_heads, head_size]
-    key_cache: torch.Tensor,    # [num_blocks, block_size, kv_heads, head_size], any strides; written in place
+    key: torch.Tensor,  # [T, kv_heads, head_size], in the cache dtype
+    value: torch.Tensor,  # [T, kv_heads, head_size]
+    key_cache: torch.Tensor,  # [num_blocks, block_size, kv_heads, head_size], any strides; written in place
     value_cache: torch.Tensor,  # same shape as key_cache
-    slots: torch.Tensor,        # [T] int64, every slot >= 0 (callers drop padding first)
+    slots: torch.Tensor,  # [T] int64, every slot >= 0 (callers drop padding first)
 ) -> None:
     """Token t's key and value go to block slots[t] // block_size, offset slots[t] % block_size."""
     block_size = key_cache.shape[1]
@@ -140,10 +141,12 @@ def plan_decode_tiles(lens: list[int], block_size: int, blocks_per_tile: int) ->
             groups.append([DecodeTile(tuple(current), 0, current_blocks)])
             current = []
         if blocks > blocks_per_tile:
-            groups.append([
-                DecodeTile((seq,), start, min(blocks_per_tile, blocks - start))
-                for start in range(0, blocks, blocks_per_tile)
-            ])
+            groups.append(
+                [
+                    DecodeTile((seq,), start, min(blocks_per_tile, blocks - start))
+                    for start in range(0, blocks, blocks_per_tile)
+                ]
+            )
             continue
         current.append(seq)
         current_blocks = blocks
@@ -153,8 +156,8 @@ def plan_decode_tiles(lens: list[int], block_size: int, blocks_per_tile: int) ->
 
 
 def _attend_tile(
-    query: torch.Tensor,   # [c, kv_heads, group, head_size] float32, already multiplied by the scale
-    keys: torch.Tensor,    # [c, tokens, kv_heads, head_size] float32
+    query: torch.Tensor,  # [c, kv_heads, group, head_size] float32, already multiplied by the scale
+    keys: torch.Tensor,  # [c, tokens, kv_heads, head_size] float32
     values: torch.Tensor,  # [c, tokens, kv_heads, head_size] float32
     pad: torch.Tensor | None,  # [c, 1, tokens] bool, True where a slot is past the context
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -180,21 +183,24 @@ def _attend_tile(
 
 def _merge_by_lse(parts: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
     """Combine attention over disjoint key ranges: weights exp(lse_i - logsumexp_j lse_j)."""
-    outs = torch.stack([o for o, _ in parts])             # [tiles, c, kv_heads, group, head_size]
-    lses = torch.stack([lse for _, lse in parts])         # [tiles, c, kv_heads, group]
+    outs = torch.stack([o for o, _ in parts])  # [tiles, c, kv_heads, group, head_size]
+    lses = torch.stack([lse for _, lse in parts])  # [tiles, c, kv_heads, group]
     weights = torch.softmax(lses, dim=0).unsqueeze(-1)
     return (outs * weights).sum(0)
 
 
-@REGISTRY.register("paged_decode_attention", Backend.NATIVE,
-                   doc="One new token per sequence attends to its whole context in the paged KV cache.")
+@REGISTRY.register(
+    "paged_decode_attention",
+    Backend.NATIVE,
+    doc="One new token per sequence attends to its whole context in the paged KV cache.",
+)
 def paged_decode_attention_native(
-    query: torch.Tensor,         # [num_seqs, num_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size]
+    query: torch.Tensor,  # [num_seqs, num_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
     context_lens: torch.Tensor,  # [num_seqs] int32, tokens in the cache incl. the new one
     scale: float,
-) -> torch.Tensor:               # [num_seqs, num_heads, head_size]
+) -> torch.Tensor:  # [num_seqs, num_heads, head_size]
     dims = KVCacheDims.of(kv_cache)
     _check_heads(query, dims)
     lens = [int(n) for n in context_lens.tolist()]
@@ -203,14 +209,14 @@ def paged_decode_attention_native(
 
 
 def decode_paged(
-    query: torch.Tensor,         # [S, num_heads, head_size]
-    key_cache: torch.Tensor,     # [num_blocks, block_size, kv_heads, head_size], any strides
-    value_cache: torch.Tensor,   # same shape as key_cache
+    query: torch.Tensor,  # [S, num_heads, head_size]
+    key_cache: torch.Tensor,  # [num_blocks, block_size, kv_heads, head_size], any strides
+    value_cache: torch.Tensor,  # same shape as key_cache
     block_tables: torch.Tensor,  # [S, max_blocks] int32/int64
-    lens: list[int],             # [S] tokens in the cache per sequence, each >= 1
+    lens: list[int],  # [S] tokens in the cache per sequence, each >= 1
     scale: float,
     index: fused_decode.DecodeIndex | None = None,  # the fused kernel's token locations, if built already
-) -> torch.Tensor:               # [S, num_heads, head_size]
+) -> torch.Tensor:  # [S, num_heads, head_size]
     """Each sequence's one query over its whole cached context: the fused kernel where `use_fused`
     says so, else the eager tiles. Arguments are trusted (the registered ops check them). `index` is
     built once per engine step by the vLLM plugin; without it the fused path builds it here and vets
@@ -248,9 +254,9 @@ def decode_paged(
 
 
 def _gather_tile(
-    key_cache: torch.Tensor,    # [num_blocks, block_size, kv_heads, head_size], any strides
+    key_cache: torch.Tensor,  # [num_blocks, block_size, kv_heads, head_size], any strides
     value_cache: torch.Tensor,
-    tables: torch.Tensor,       # [c, max_blocks] rows of the tile's sequences
+    tables: torch.Tensor,  # [c, max_blocks] rows of the tile's sequences
     tile: DecodeTile,
     lens: list[int],
     block_size: int,
@@ -266,7 +272,7 @@ def _gather_tile(
     """
     c, first, count = len(tile.seqs), tile.first_block, tile.num_blocks
     valid = [min(lens[s] - first * block_size, count * block_size) for s in tile.seqs]
-    ids = tables[:, first:first + count]
+    ids = tables[:, first : first + count]
     own_blocks = [-(-v // block_size) for v in valid]
     if min(own_blocks) < count:
         own = torch.tensor(own_blocks, device=ids.device)
@@ -286,11 +292,11 @@ def _gather_tile(
 
 # --------------------------------------------------------------------------------------------- prefill
 def _causal_attention(
-    query: torch.Tensor,   # [q_len, num_heads, head_size]
-    keys: torch.Tensor,    # [kv_len, num_kv_heads, head_size], positions 0..kv_len-1
+    query: torch.Tensor,  # [q_len, num_heads, head_size]
+    keys: torch.Tensor,  # [kv_len, num_kv_heads, head_size], positions 0..kv_len-1
     values: torch.Tensor,  # [kv_len, num_kv_heads, head_size]
     scale: float,
-) -> torch.Tensor:         # [q_len, num_heads, head_size] float32
+) -> torch.Tensor:  # [q_len, num_heads, head_size] float32
     """Queries at the last q_len positions attend causally (query i sees keys 0..kv_len-q_len+i).
 
     Float32 throughout; query rows are processed in chunks bounded by PREFILL_SCORE_BYTES.
@@ -298,8 +304,8 @@ def _causal_attention(
     q_len, num_heads, head_size = query.shape
     kv_len, kv_heads = keys.shape[0], keys.shape[1]
     group = num_heads // kv_heads
-    k = keys.float().permute(1, 2, 0)    # [kv_heads, head_size, kv_len]
-    v = values.float().transpose(0, 1)   # [kv_heads, kv_len, head_size]
+    k = keys.float().permute(1, 2, 0)  # [kv_heads, head_size, kv_len]
+    v = values.float().transpose(0, 1)  # [kv_heads, kv_len, head_size]
     offset = kv_len - q_len
     rows_per_chunk = max(1, PREFILL_SCORE_BYTES // (4 * num_heads * kv_len))
     out = torch.empty(q_len, num_heads, head_size, dtype=torch.float32, device=query.device)
@@ -326,15 +332,18 @@ def _check_packed(query: torch.Tensor, query_lens: list[int], what: str) -> None
         )
 
 
-@REGISTRY.register("prefill_attention", Backend.NATIVE,
-                   doc="PrefillNoCache: causal attention of fresh prompts over their own keys/values.")
+@REGISTRY.register(
+    "prefill_attention",
+    Backend.NATIVE,
+    doc="PrefillNoCache: causal attention of fresh prompts over their own keys/values.",
+)
 def prefill_attention_native(
-    query: torch.Tensor,     # [num_tokens, num_heads, head_size]
-    key: torch.Tensor,       # [num_tokens, num_kv_heads, head_size]
-    value: torch.Tensor,     # [num_tokens, num_kv_heads, head_size]
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
+    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
+    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
     seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor, prompt length per sequence
     scale: float,
-) -> torch.Tensor:           # [num_tokens, num_heads, head_size]
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
     lens = [int(n) for n in seq_lens.tolist()]
     dims = KVCacheDims(1, 1, key.shape[1], key.shape[2])
     _check_heads(query, dims)
@@ -351,8 +360,12 @@ def prefill_attention_native(
 
 
 def _paged_prefill(
-    query: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor,
-    query_lens: torch.Tensor, seq_lens: torch.Tensor, scale: float,
+    query: torch.Tensor,
+    kv_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    query_lens: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float,
 ) -> torch.Tensor:
     """The backend's PrefillCacheHit and ChunkedPrefill: checks, then `attend_paged` on its cache halves."""
     dims = KVCacheDims.of(kv_cache)
@@ -363,21 +376,23 @@ def _paged_prefill(
     _check_packed(query, q_lens, "query_lens")
     bad = [i for i, (q, s) in enumerate(zip(q_lens, s_lens)) if not 1 <= q <= s]
     if bad:
-        raise ValueError(f"sequence {bad[0]}: query_len {q_lens[bad[0]]} must be between 1 and seq_len {s_lens[bad[0]]}")
+        raise ValueError(
+            f"sequence {bad[0]}: query_len {q_lens[bad[0]]} must be between 1 and seq_len {s_lens[bad[0]]}"
+        )
     return attend_paged(query, kv_cache[0], kv_cache[1], block_tables, q_lens, s_lens, scale)
 
 
 def attend_paged(
-    query: torch.Tensor,         # [num_tokens, num_heads, head_size], sequences back to back
-    key_cache: torch.Tensor,     # [num_blocks, block_size, kv_heads, head_size], any strides, new K/V written
-    value_cache: torch.Tensor,   # same shape as key_cache
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size], sequences back to back
+    key_cache: torch.Tensor,  # [num_blocks, block_size, kv_heads, head_size], any strides, new K/V written
+    value_cache: torch.Tensor,  # same shape as key_cache
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32/int64
-    query_lens: list[int],       # [num_seqs] new tokens per sequence (the last ones of its context)
-    seq_lens: list[int],         # [num_seqs] cached + new tokens per sequence
+    query_lens: list[int],  # [num_seqs] new tokens per sequence (the last ones of its context)
+    seq_lens: list[int],  # [num_seqs] cached + new tokens per sequence
     scale: float,
     out: torch.Tensor | None = None,  # [num_tokens, num_heads, head_size] to write into, or None
     decode_index: fused_decode.DecodeIndex | None = None,  # locations of the one-token sequences' contexts
-) -> torch.Tensor:               # [num_tokens, num_heads, head_size] (`out` when given)
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size] (`out` when given)
     """New tokens attend causally to cached + new tokens, all read from the paged cache.
 
     Sequences with one new token go through `decode_paged` together; longer ones one by one through
@@ -396,44 +411,55 @@ def attend_paged(
         rows = torch.tensor([starts[i] for i in decodes], dtype=torch.long, device=query.device)
         seqs = torch.tensor(decodes, dtype=torch.long, device=block_tables.device)
         out[rows] = decode_paged(
-            query.index_select(0, rows), key_cache, value_cache, block_tables.index_select(0, seqs),
-            [seq_lens[i] for i in decodes], scale, decode_index,
+            query.index_select(0, rows),
+            key_cache,
+            value_cache,
+            block_tables.index_select(0, seqs),
+            [seq_lens[i] for i in decodes],
+            scale,
+            decode_index,
         )
     block_size = key_cache.shape[1]
     for i, (q, s) in enumerate(zip(query_lens, seq_lens)):
         if q <= 1:
             continue
         table = block_tables[i, : -(-s // block_size)].to(torch.long)
-        keys = key_cache.index_select(0, table).flatten(0, 1)[:s]    # [s, kv_heads, head_size]
+        keys = key_cache.index_select(0, table).flatten(0, 1)[:s]  # [s, kv_heads, head_size]
         values = value_cache.index_select(0, table).flatten(0, 1)[:s]
         rows = slice(starts[i], starts[i + 1])
         out[rows] = _causal_attention(query[rows], keys, values, scale).to(out.dtype)
     return out
 
 
-@REGISTRY.register("prefill_cache_hit_attention", Backend.NATIVE,
-                   doc="PrefillCacheHit: prompts whose prefix is cached attend to cached + new tokens.")
+@REGISTRY.register(
+    "prefill_cache_hit_attention",
+    Backend.NATIVE,
+    doc="PrefillCacheHit: prompts whose prefix is cached attend to cached + new tokens.",
+)
 def prefill_cache_hit_attention_native(
-    query: torch.Tensor,         # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,    # [num_seqs] int32 host tensor, new tokens per sequence
-    seq_lens: torch.Tensor,      # [num_seqs] int32 host tensor, cached + new tokens per sequence
+    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor, new tokens per sequence
+    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor, cached + new tokens per sequence
     scale: float,
-) -> torch.Tensor:               # [num_tokens, num_heads, head_size]
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
     return _paged_prefill(query, kv_cache, block_tables, query_lens, seq_lens, scale)
 
 
-@REGISTRY.register("chunked_prefill_attention", Backend.NATIVE,
-                   doc="ChunkedPrefill: decodes and prefill chunks in one batch over the paged KV cache.")
+@REGISTRY.register(
+    "chunked_prefill_attention",
+    Backend.NATIVE,
+    doc="ChunkedPrefill: decodes and prefill chunks in one batch over the paged KV cache.",
+)
 def chunked_prefill_attention_native(
-    query: torch.Tensor,         # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,      # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
+    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,    # [num_seqs] int32 host tensor
-    seq_lens: torch.Tensor,      # [num_seqs] int32 host tensor
+    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor
+    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
     scale: float,
-) -> torch.Tensor:               # [num_tokens, num_heads, head_size]
+) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
     return _paged_prefill(query, kv_cache, block_tables, query_lens, seq_lens, scale)
 
 

@@ -73,7 +73,9 @@ class ModelConfig:
         head_size = int(raw.get("head_dim") or hidden // heads)
         kv_heads = int(raw.get("num_key_value_heads") or heads)
         if heads % kv_heads:
-            raise ModelConfigError(f"{source}: num_attention_heads={heads} not a multiple of num_key_value_heads={kv_heads}")
+            raise ModelConfigError(
+                f"{source}: num_attention_heads={heads} not a multiple of num_key_value_heads={kv_heads}"
+            )
         eos = raw.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (int(eos),))
         rope_params = raw.get("rope_parameters") or {}

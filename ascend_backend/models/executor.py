@@ -73,8 +73,9 @@ class Executor:
             num_blocks = max(kv_memory_bytes // per_block, 2)
         self.num_blocks = int(num_blocks)
         self.kv_caches = [
-            allocate_kv_cache(self.num_blocks, block_size, config.num_kv_heads, config.head_size,
-                              dtype=self.dtype, device=self.device)
+            allocate_kv_cache(
+                self.num_blocks, block_size, config.num_kv_heads, config.head_size, dtype=self.dtype, device=self.device
+            )
             for _ in range(config.num_layers)
         ]  # one [2, num_blocks, block_size, kv_heads, head_size] per layer
         self.manager = KVCacheManager(self.num_blocks, block_size, enable_prefix_caching)
@@ -90,7 +91,9 @@ class Executor:
     # ------------------------------------------------------------------ public
     @torch.inference_mode()
     def generate(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams = SamplingParams()  # noqa: B008 - frozen
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams = SamplingParams(),  # noqa: B008 - frozen
     ) -> list[GenerationResult]:
         """Prefill every prompt in one step, then decode them together until each stops."""
         if not prompts or any(len(p) == 0 for p in prompts):
@@ -121,9 +124,7 @@ class Executor:
             for rid in ids:
                 if self.manager.has_request(rid):
                     self.manager.free(rid)
-        return [
-            GenerationResult(tuple(p), tuple(o), c, f) for p, o, c, f in zip(prompts, outputs, cached, finish)
-        ]
+        return [GenerationResult(tuple(p), tuple(o), c, f) for p, o, c, f in zip(prompts, outputs, cached, finish)]
 
     @torch.inference_mode()
     def prompt_logits(self, prompt: Sequence[int]) -> torch.Tensor:

@@ -63,9 +63,7 @@ def register() -> None:
     if plan.vllm_kernels:
         from ascend_backend.vllm_plugin import vllm_kernels
 
-        kernels = ", ".join(
-            f"{op}->{REGISTRY.select(op, 'cpu').backend.value}" for op in vllm_kernels.install()
-        )
+        kernels = ", ".join(f"{op}->{REGISTRY.select(op, 'cpu').backend.value}" for op in vllm_kernels.install())
     faults = arm_faults_from_env(envs.ASCEND_BACKEND_FAULT)
     prefix = envs.ASCEND_BACKEND_STATS_FILE
     if prefix:
@@ -77,8 +75,12 @@ def register() -> None:
         install_dump_hook(dump_spec)
     logger.info(
         "ascend_backend plugin: %s; overrides: %s; kernels: %s; faults: %s; stats: %s; dump: %s",
-        plan.note, ", ".join(installed) or "none", kernels,
-        "; ".join(f"{h.spec.op}:{h.spec.kind.value}" for h in faults) or "none", prefix or "off", dump_spec or "off",
+        plan.note,
+        ", ".join(installed) or "none",
+        kernels,
+        "; ".join(f"{h.spec.op}:{h.spec.kind.value}" for h in faults) or "none",
+        prefix or "off",
+        dump_spec or "off",
     )
 
 
@@ -119,7 +121,9 @@ def arm_faults_from_env(spec_text: str) -> tuple[FaultHandle, ...]:
         if handle.spec.module is not None:
             logger.warning(
                 "ascend_backend: fault %s names module=%s, but vLLM layers carry no module names; it will "
-                "never fire inside vLLM. Use call=N to pick the call.", handle.spec.op, handle.spec.module,
+                "never fire inside vLLM. Use call=N to pick the call.",
+                handle.spec.op,
+                handle.spec.module,
             )
     return handles
 

@@ -47,20 +47,26 @@ def plan_registration(platform: PlatformKind, disabled: frozenset[str]) -> Regis
     attention_off = "*" in disabled or bool(ATTENTION_NAMES & disabled)
     if platform is PlatformKind.CPU:
         return RegistrationPlan(
-            platform, True, not attention_off,
+            platform,
+            True,
+            not attention_off,
             "CPU: vLLM custom ops and CPU_ATTN routed through ascend_backend.registry"
             + (" (attention disabled by ASCEND_BACKEND_DISABLED_OPS)" if attention_off else ""),
             vllm_kernels=True,
         )
     if platform is PlatformKind.ASCEND_NPU:
         return RegistrationPlan(
-            platform, False, False,
+            platform,
+            False,
+            False,
             "Ascend NPU: vllm-ascend owns custom ops and attention; ascend_backend only arms faults and "
             "writes stats for its own ops",
         )
     if platform is PlatformKind.CUDA_ALIKE:
         return RegistrationPlan(platform, False, False, "CUDA/ROCm: vLLM's own kernels stay (reference machine)")
-    return RegistrationPlan(platform, True, False, "out-of-tree platform: custom ops via forward_oot; attention untouched")
+    return RegistrationPlan(
+        platform, True, False, "out-of-tree platform: custom ops via forward_oot; attention untouched"
+    )
 
 
 def detect_platform() -> PlatformKind:

@@ -49,8 +49,9 @@ def stats_path(prefix: str | os.PathLike[str], pid: int) -> Path:
 class StatsFileWriter:
     """Keeps `<prefix>.<this pid>.json` up to date for one registry (see module docstring)."""
 
-    def __init__(self, prefix: str | os.PathLike[str], registry: OpRegistry = REGISTRY,
-                 interval_s: float = DEFAULT_INTERVAL_S) -> None:
+    def __init__(
+        self, prefix: str | os.PathLike[str], registry: OpRegistry = REGISTRY, interval_s: float = DEFAULT_INTERVAL_S
+    ) -> None:
         self.prefix = os.fspath(prefix)
         self.registry = registry
         self.interval_s = interval_s
@@ -127,15 +128,18 @@ class StatsFileWriter:
         except OSError as exc:
             logger.warning("ascend_backend: cannot write op stats to %s: %s", self.path, exc)
             return
-        logger.info("ascend_backend op calls in pid %d: %s (written to %s)",
-                    os.getpid(), format_counts(self._last_written or {}), self.path)
+        logger.info(
+            "ascend_backend op calls in pid %d: %s (written to %s)",
+            os.getpid(),
+            format_counts(self._last_written or {}),
+            self.path,
+        )
 
 
 def format_counts(stats: Mapping[str, Mapping[str, int]]) -> str:
     """{'rms_norm': {'native': 3}} -> 'rms_norm native=3'; 'none' when empty."""
     parts = [
-        f"{op} " + " ".join(f"{kind}={n}" for kind, n in sorted(counts.items()))
-        for op, counts in sorted(stats.items())
+        f"{op} " + " ".join(f"{kind}={n}" for kind, n in sorted(counts.items())) for op, counts in sorted(stats.items())
     ]
     return "; ".join(parts) or "none"
 

@@ -105,9 +105,7 @@ def rotary_embedding_op(
     is_neox: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """positions: [T]; query: [T, Hq*D]; key: [T, Hk*D] -> rotated copies of both."""
-    q, k = REGISTRY.dispatch(
-        "rotary_embedding", query.device, positions, query, key, head_size, cos_sin_cache, is_neox
-    )
+    q, k = REGISTRY.dispatch("rotary_embedding", query.device, positions, query, key, head_size, cos_sin_cache, is_neox)
     return q.contiguous(), k.contiguous()
 
 
@@ -161,6 +159,4 @@ def call_rotary_embedding(
         if key is None:
             return rotary_embedding_query_op(positions, query, head_size, cos_sin_cache, is_neox), None
         return rotary_embedding_op(positions, query, key, head_size, cos_sin_cache, is_neox)
-    return REGISTRY.dispatch(
-        "rotary_embedding", query.device, positions, query, key, head_size, cos_sin_cache, is_neox
-    )
+    return REGISTRY.dispatch("rotary_embedding", query.device, positions, query, key, head_size, cos_sin_cache, is_neox)

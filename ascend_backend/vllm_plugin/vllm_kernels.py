@@ -72,23 +72,44 @@ def paged_attention_vllm(
     schedule = step.scheduler_metadata
     if schedule is None:  # outside an engine (tests, the op suite): build the work split vLLM's builder would
         schedule = ops.cpu_attn_get_scheduler_metadata(
-            num_reqs=step.seq_lens.shape[0], num_heads=query.shape[1], num_kv_heads=kv_heads, head_dim=head_size,
-            seq_lens=step.seq_lens, dtype=query.dtype, query_start_loc=step.query_start_loc, causal=True,
-            sliding_window_size=-1, isa=attention_isa(kv_cache.dtype, step.block_size, head_size),
+            num_reqs=step.seq_lens.shape[0],
+            num_heads=query.shape[1],
+            num_kv_heads=kv_heads,
+            head_dim=head_size,
+            seq_lens=step.seq_lens,
+            dtype=query.dtype,
+            query_start_loc=step.query_start_loc,
+            causal=True,
+            sliding_window_size=-1,
+            isa=attention_isa(kv_cache.dtype, step.block_size, head_size),
             enable_kv_split=False,
         )
     ops.cpu_attention_with_kv_cache(
-        query=query, key_cache=key_cache, value_cache=value_cache, output=out,
-        query_start_loc=step.query_start_loc, seq_lens=step.seq_lens, scale=scale, causal=True,
-        alibi_slopes=None, sliding_window=-1, block_table=step.block_table, softcap=0.0,
-        scheduler_metadata=schedule, s_aux=None,
+        query=query,
+        key_cache=key_cache,
+        value_cache=value_cache,
+        output=out,
+        query_start_loc=step.query_start_loc,
+        seq_lens=step.seq_lens,
+        scale=scale,
+        causal=True,
+        alibi_slopes=None,
+        sliding_window=-1,
+        block_table=step.block_table,
+        softcap=0.0,
+        scheduler_metadata=schedule,
+        s_aux=None,
     )
     return out
 
 
 def rotary_unsupported(
-    positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor | None, head_size: int,
-    cos_sin_cache: torch.Tensor, is_neox: bool,
+    positions: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor | None,
+    head_size: int,
+    cos_sin_cache: torch.Tensor,
+    is_neox: bool,
 ) -> str | None:
     """Why vLLM's rotary kernel cannot take this call (it then runs native), or None."""
     if query.dtype not in _KERNEL_DTYPES:
@@ -103,8 +124,12 @@ def rotary_unsupported(
 
 
 def rotary_embedding_vllm(
-    positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor | None, head_size: int,
-    cos_sin_cache: torch.Tensor, is_neox: bool,
+    positions: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor | None,
+    head_size: int,
+    cos_sin_cache: torch.Tensor,
+    is_neox: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     # query: [T, Hq*D] or [T, Hq, D]; key likewise or None. vLLM's kernel rotates in place and reads
     # [T, H*D] rows (a [T, H, D] tensor is misread), so it works on flat copies: the registry's contract
@@ -127,9 +152,7 @@ def rms_norm_unsupported(x: torch.Tensor, weight: torch.Tensor, eps: float, *_: 
     return None
 
 
-def _add_rms_norm_unsupported(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-) -> str | None:
+def _add_rms_norm_unsupported(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> str | None:
     if residual.dtype != x.dtype:
         return f"residual dtype {residual.dtype} differs from input dtype {x.dtype}"
     return rms_norm_unsupported(x, weight, eps)

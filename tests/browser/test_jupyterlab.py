@@ -48,8 +48,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory, notebook_run) -> Iterator[tupl
     state = tmp_path_factory.mktemp("lab-state")
     # JupyterLab 4 renders only the cells in view ("windowing"): the plots and widgets of a scrolled-away
     # cell would not be in the page to count. Render every cell, and do not ask about news.
-    for plugin, settings_json in (("notebook-extension/tracker", '{"windowingMode": "none"}'),
-                                  ("apputils-extension/notification", '{"fetchNews": "false"}')):
+    for plugin, settings_json in (
+        ("notebook-extension/tracker", '{"windowingMode": "none"}'),
+        ("apputils-extension/notification", '{"fetchNews": "false"}'),
+    ):
         path = state / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(settings_json)
@@ -57,15 +59,24 @@ def lab(tmp_path_factory: pytest.TempPathFactory, notebook_run) -> Iterator[tupl
     env = {k: v for k, v in os.environ.items() if k != "ASCEND_WORKBENCH_HEADLESS"}
     env.update(JUPYTER_RUNTIME_DIR=str(state / "rt"), **notebook_run.private_dirs)
     argv = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workspace}",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={workspace}",
         "--ServerApp.allow_root=True",  # CI containers run as root
-        f"--LabApp.workspaces_dir={state / 'workspaces'}", f"--LabApp.user_settings_dir={state / 'settings'}",
+        f"--LabApp.workspaces_dir={state / 'workspaces'}",
+        f"--LabApp.user_settings_dir={state / 'settings'}",
     ]
     log = (state / "jupyterlab.log").open("w")
     guard = OrphanReaper()  # JupyterLab and its kernels go even if this test process is killed
-    process = subprocess.Popen(argv, env={**env, **guard.env()}, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        argv, env={**env, **guard.env()}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -42,7 +42,11 @@ def test_every_page_draws_every_chart(notebook_run, browser):
         page.wait_for_load_state("load")
         if expected:
             page.wait_for_function(f"() => ({DRAWN})() >= {expected}", timeout=30_000)
-        assert page.evaluate(DRAWN) == expected == page.evaluate(f"() => document.querySelectorAll('div.{PLOT_CLASS}').length")
+        assert (
+            page.evaluate(DRAWN)
+            == expected
+            == page.evaluate(f"() => document.querySelectorAll('div.{PLOT_CLASS}').length")
+        )
         assert "is not able to be represented" not in page.content()
         page.screenshot(path=str(shots / f"{outcome.notebook}.png"), full_page=True)
         assert errors == [], f"{outcome.html}: {errors}"

@@ -79,12 +79,21 @@ def engine_env(spec: RunSpec) -> dict[str, str]:
 def run_engine(spec: RunSpec) -> RunResult:
     spec.stats_prefix.parent.mkdir(parents=True, exist_ok=True)
     out_json, log = spec.workdir / f"{spec.name}.json", spec.workdir / f"{spec.name}.log"
-    argv = [sys.executable, "-m", "tests.integration.plugin_support", "--model", str(spec.model), "--out", str(out_json)]
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.integration.plugin_support",
+        "--model",
+        str(spec.model),
+        "--out",
+        str(out_json),
+    ]
     if spec.compiled:
         argv.append("--compiled")
     with open(log, "wb") as log_file:
-        proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=engine_env(spec), stdout=log_file,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=REPO_ROOT, env=engine_env(spec), stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             code = proc.wait(timeout=spec.timeout_s)
         finally:
@@ -110,14 +119,25 @@ def generate(model: str, compiled: bool) -> dict[str, list]:
     # round differently, and greedy decoding flips at the first near-tie of the top two logits; in
     # float32 the per-op differences are ~1e-6 and the tokens must agree. float32 on CPU is also the
     # project's accuracy reference.
-    llm = LLM(model=model, dtype="float32", enforce_eager=not compiled, max_model_len=512, block_size=32,
-              max_num_seqs=4, seed=0)
-    outputs = llm.generate(list(PROMPTS), SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, ignore_eos=True, logprobs=0))
+    llm = LLM(
+        model=model,
+        dtype="float32",
+        enforce_eager=not compiled,
+        max_model_len=512,
+        block_size=32,
+        max_num_seqs=4,
+        seed=0,
+    )
+    outputs = llm.generate(
+        list(PROMPTS), SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, ignore_eos=True, logprobs=0)
+    )
     tokens, logprobs = [], []
     for out in outputs:
         completion = out.outputs[0]
         tokens.append(list(completion.token_ids))
-        logprobs.append([float(step[tok].logprob) for tok, step in zip(completion.token_ids, completion.logprobs, strict=True)])
+        logprobs.append(
+            [float(step[tok].logprob) for tok, step in zip(completion.token_ids, completion.logprobs, strict=True)]
+        )
     return {"tokens": tokens, "logprobs": logprobs}
 
 

@@ -153,7 +153,9 @@ def test_two_groups_of_one_core_match_the_serial_sweep(spec_path, serial, server
     report = build_report(spec, outcome.results)
     assert "4 of 4 points ran side by side" in report.interference_text()
     assert wait_gone(server_env["ASCEND_WORKBENCH_TEST_SESSION"]) == []
-    print(f"\nparallel 2: {outcome.wall_s:.1f} s (serial {serial.wall_s:.1f} s, ratio {outcome.wall_s / serial.wall_s:.2f})")
+    print(
+        f"\nparallel 2: {outcome.wall_s:.1f} s (serial {serial.wall_s:.1f} s, ratio {outcome.wall_s / serial.wall_s:.2f})"
+    )
 
 
 def test_on_ray_the_spec_runs_a_killed_server_is_recorded_and_a_killed_worker_retried(

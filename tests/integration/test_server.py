@@ -125,8 +125,9 @@ def test_a_sigkilled_notebook_kernel_leaves_no_server(server_env, log_dir):
 
     marker = uuid.uuid4().hex
     env = {**os.environ, **server_env, CASE_VAR: marker}
-    kernel = subprocess.Popen([sys.executable, "-c", KILLED_KERNEL, str(log_dir)], stdout=subprocess.PIPE,
-                              text=True, env=env)
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", KILLED_KERNEL, str(log_dir)], stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         url = kernel.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), "the server did not start"

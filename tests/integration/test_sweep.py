@@ -34,8 +34,13 @@ def write_spec(tmp_path: Path, name: str, **changes) -> Path:
         "name": name,
         "base": str(REPO_ROOT / "recipes" / "serving" / "cpu-tiny.yaml"),
         "grid": {"max_num_seqs": [MAX_NUM_SEQS]},
-        "workload": {"input_len": 16, "output_len": OUTPUT_LEN, "num_prompts": NUM_PROMPTS, "concurrency": [1, 2],
-                     "warmup_requests": 1},
+        "workload": {
+            "input_len": 16,
+            "output_len": OUTPUT_LEN,
+            "num_prompts": NUM_PROMPTS,
+            "concurrency": [1, 2],
+            "warmup_requests": 1,
+        },
         "repeats": 2,
         "slo": {"p99_ttft_ms": 60000, "p99_e2el_ms": 120000},
         **changes,
@@ -63,7 +68,11 @@ def wait_gone(pids: set[int], timeout_s: float = 40.0) -> set[int]:
 def sweep_cli(spec: Path, out: Path, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "workbench.cli", "sweep", "--spec", str(spec), "--out", str(out), "--no-progress"],
-        cwd=REPO_ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO_ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
 

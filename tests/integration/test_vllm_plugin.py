@@ -26,8 +26,14 @@ from tests.integration.plugin_support import MAX_TOKENS, PROMPTS, RunResult, Run
 
 pytestmark = pytest.mark.integration
 
-ROUTED_OPS = ("rms_norm", "add_rms_norm", "silu_and_mul", "rotary_embedding", "vllm_cpu_kv_write",
-              "vllm_cpu_paged_attention")
+ROUTED_OPS = (
+    "rms_norm",
+    "add_rms_norm",
+    "silu_and_mul",
+    "rotary_embedding",
+    "vllm_cpu_kv_write",
+    "vllm_cpu_paged_attention",
+)
 VLLM_KERNEL_OPS = ("rms_norm", "add_rms_norm", "rotary_embedding", "vllm_cpu_kv_write", "vllm_cpu_paged_attention")
 FAULT_CALL = 6  # past the warm-up forward(s): lands in a real generation step
 
@@ -45,12 +51,31 @@ def runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[st
     specs = [
         RunSpec("eager-off", smollm2, compiled=False, plugin=False, workdir=workdir, extra_env=server_env),
         RunSpec("eager-on", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env=server_env),
-        RunSpec("eager-native", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
-            **server_env, "ASCEND_BACKEND_FORCE_NATIVE": "all", "ASCEND_BACKEND_FUSED_DECODE": "on",
-            "ASCEND_BACKEND_LOG_LEVEL": "INFO"}),
-        RunSpec("fault", smollm2, compiled=False, plugin=True, workdir=workdir, extra_env={
-            **server_env, "ASCEND_BACKEND_FAULT": f"rms_norm:nan:call={FAULT_CALL}",
-            "ASCEND_BACKEND_DISABLED_OPS": "silu_and_mul"}),
+        RunSpec(
+            "eager-native",
+            smollm2,
+            compiled=False,
+            plugin=True,
+            workdir=workdir,
+            extra_env={
+                **server_env,
+                "ASCEND_BACKEND_FORCE_NATIVE": "all",
+                "ASCEND_BACKEND_FUSED_DECODE": "on",
+                "ASCEND_BACKEND_LOG_LEVEL": "INFO",
+            },
+        ),
+        RunSpec(
+            "fault",
+            smollm2,
+            compiled=False,
+            plugin=True,
+            workdir=workdir,
+            extra_env={
+                **server_env,
+                "ASCEND_BACKEND_FAULT": f"rms_norm:nan:call={FAULT_CALL}",
+                "ASCEND_BACKEND_DISABLED_OPS": "silu_and_mul",
+            },
+        ),
     ]
     return run_pairs(specs)
 

@@ -18,7 +18,9 @@ def test_run_reports_the_failing_notebook_and_cell(tmp_path, capsys):
     by_name = {n["notebook"]: n for n in summary["notebooks"]}
     assert by_name["0_good.ipynb"]["ok"] is True
     bad = by_name["1_bad.ipynb"]
-    assert bad["ok"] is False and bad["failed_cell"] == 2  # markdown 0, parameters 1, failing cell 2 (as in the source notebook)
+    assert (
+        bad["ok"] is False and bad["failed_cell"] == 2
+    )  # markdown 0, parameters 1, failing cell 2 (as in the source notebook)
     assert "broken with value=21" in bad["error"]
     for name in ("0_good.ipynb", "0_good.html", "1_bad.ipynb", "1_bad.html", "index.html"):
         assert (run_dir / name).is_file(), name
@@ -62,8 +64,7 @@ def test_a_cell_that_hangs_fails_its_notebook_at_that_cell_and_the_run_goes_on(t
     notebooks = tmp_path / "nbs"
     notebooks.mkdir()
     _notebook(notebooks / "0_hangs.ipynb", "import time\ntime.sleep(120)", "print('never')")
-    _notebook(notebooks / "1_headless.ipynb",
-              "import os\nassert os.environ.get('ASCEND_WORKBENCH_HEADLESS') == '1'")
+    _notebook(notebooks / "1_headless.ipynb", "import os\nassert os.environ.get('ASCEND_WORKBENCH_HEADLESS') == '1'")
     code = main(["run", "--notebooks", str(notebooks), "--out", str(tmp_path / "runs"), "--cell-timeout", "4"])
     assert code == 1
     (run_dir,) = (tmp_path / "runs" / "notebooks").iterdir()
@@ -76,6 +77,7 @@ def test_a_cell_that_hangs_fails_its_notebook_at_that_cell_and_the_run_goes_on(t
 
 
 def test_negative_cell_timeout_is_refused(tmp_path, capsys):
-    assert main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path),
-                 "--cell-timeout", "-5"]) == 2
+    assert (
+        main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path), "--cell-timeout", "-5"]) == 2
+    )
     assert "--cell-timeout -5" in capsys.readouterr().err

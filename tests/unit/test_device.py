@@ -53,7 +53,10 @@ def test_kind_of(name, kind):
 def test_disable_env_var_short_circuits_the_import():
     code = "import ascend_backend.device as d; s = d.npu_status(); print(s.kind.name)"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         env={"ASCEND_BACKEND_DISABLE_NPU": "1", "PATH": "/usr/bin:/bin"},
     )
     assert out.stdout.strip() == "DISABLED"

@@ -19,8 +19,9 @@ def run(level: str | None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "ASCEND_BACKEND_LOG_LEVEL"}
     if level is not None:
         env["ASCEND_BACKEND_LOG_LEVEL"] = level
-    done = subprocess.run([sys.executable, "-c", SNIPPET], env=env, cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", SNIPPET], env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
     return done.stderr
 
 

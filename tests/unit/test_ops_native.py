@@ -62,7 +62,7 @@ def test_add_rms_norm(dtype, shape):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_silu_and_mul(dtype, shape):
     x = rand(shape[0], 2 * shape[1], dtype=dtype, seed=6, scale=2)
-    gate, up = as64(x)[:, : shape[1]], as64(x)[:, shape[1]:]
+    gate, up = as64(x)[:, : shape[1]], as64(x)[:, shape[1] :]
     expected = gate / (1.0 + np.exp(-gate)) * up
     assert_close(ops.silu_and_mul(x), expected, dtype)
 

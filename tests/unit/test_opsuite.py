@@ -106,4 +106,6 @@ def test_cli_compare_ops(tmp_path, capsys):
     assert report["provenance"]["stack"]["versions"]["torch"]
     rows = report["rows"]
     assert {r["dtype"] for r in rows} == {"float16", "bfloat16", "float32"}
-    assert main(["compare-ops", "--device", "npu:0"]) == (0 if __import__("ascend_backend").device.npu_status().available else 2)
+    assert main(["compare-ops", "--device", "npu:0"]) == (
+        0 if __import__("ascend_backend").device.npu_status().available else 2
+    )

@@ -41,7 +41,15 @@ def test_describe_lists_every_op_with_native_and_reason_on_cpu():
     assert CORE_OPS <= set(table["op"])
     assert set(table["chosen"]) == {"native"}
     assert list(table.columns) == [
-        "op", "chosen", "available", "registered", "reason", "calls", "faulted", "npu_kernel", "kernel_row"
+        "op",
+        "chosen",
+        "available",
+        "registered",
+        "reason",
+        "calls",
+        "faulted",
+        "npu_kernel",
+        "kernel_row",
     ]
     rms = table.set_index("op").loc["rms_norm"]
     assert "npu" in rms["registered"] and "cpu tensors" in rms["reason"]
@@ -211,8 +219,12 @@ def test_parse_fault_specs():
         FaultSpec("rms_norm", FaultKind.SCALE, call=3, factor=1.02),
         FaultSpec("silu_and_mul", FaultKind.NAN, module="model.layers.1.*"),
     )
-    for bad, message in [("rms_norm", "expected 'op:kind"), ("rms_norm:melt", "unknown kind"),
-                         ("rms_norm:nan:when=3", "bad option"), ("rms_norm:nan:call=0", ">= 1")]:
+    for bad, message in [
+        ("rms_norm", "expected 'op:kind"),
+        ("rms_norm:melt", "unknown kind"),
+        ("rms_norm:nan:when=3", "bad option"),
+        ("rms_norm:nan:call=0", ">= 1"),
+    ]:
         with pytest.raises(ValueError, match=message):
             parse_fault_specs(bad)
 

@@ -17,19 +17,39 @@ def verdict_heatmap(table: pd.DataFrame, title: str = "Op suite verdicts") -> go
     """
     if table.empty:
         return go.Figure(layout={"title": f"{title}: no results"})
-    frame = table.assign(row=table["op"] + " [" + table["case"] + "]", level=table["verdict"].map(lambda v: Verdict(v).severity))
+    frame = table.assign(
+        row=table["op"] + " [" + table["case"] + "]", level=table["verdict"].map(lambda v: Verdict(v).severity)
+    )
     rows = list(dict.fromkeys(frame["row"]))
     cols = list(dict.fromkeys(frame["dtype"]))
-    level = frame.pivot_table(index="row", columns="dtype", values="level", aggfunc="max").reindex(index=rows, columns=cols)
-    hover = frame.assign(
-        text=frame["verdict"] + "<br>cosine " + frame["cosine"].map("{:.6f}".format)
-        + "<br>max abs " + frame["max_abs_err"].map("{:.2e}".format)
-        + "<br>max rel " + frame["max_rel_err"].map("{:.2e}".format)
-    ).pivot_table(index="row", columns="dtype", values="text", aggfunc="first").reindex(index=rows, columns=cols)
+    level = frame.pivot_table(index="row", columns="dtype", values="level", aggfunc="max").reindex(
+        index=rows, columns=cols
+    )
+    hover = (
+        frame.assign(
+            text=frame["verdict"]
+            + "<br>cosine "
+            + frame["cosine"].map("{:.6f}".format)
+            + "<br>max abs "
+            + frame["max_abs_err"].map("{:.2e}".format)
+            + "<br>max rel "
+            + frame["max_rel_err"].map("{:.2e}".format)
+        )
+        .pivot_table(index="row", columns="dtype", values="text", aggfunc="first")
+        .reindex(index=rows, columns=cols)
+    )
     fig = go.Figure(
         go.Heatmap(
-            z=level.values, x=cols, y=rows, text=hover.values, hoverinfo="text+x+y",
-            colorscale=VERDICT_COLOURS, zmin=0, zmax=2, xgap=2, ygap=2,
+            z=level.values,
+            x=cols,
+            y=rows,
+            text=hover.values,
+            hoverinfo="text+x+y",
+            colorscale=VERDICT_COLOURS,
+            zmin=0,
+            zmax=2,
+            xgap=2,
+            ygap=2,
             colorbar={"tickvals": [0, 1, 2], "ticktext": ["pass", "warning", "error"]},
         )
     )

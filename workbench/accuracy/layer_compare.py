@@ -50,18 +50,32 @@ class FaultRequest:
     factor: float = 1.01
 
 
-def capture_reference(model_dir: Path, prompt_ids: Sequence[int], out_dir: Path,
-                      patterns: Sequence[str] = DEFAULT_PATTERNS) -> Path:
+def capture_reference(
+    model_dir: Path, prompt_ids: Sequence[int], out_dir: Path, patterns: Sequence[str] = DEFAULT_PATTERNS
+) -> Path:
     """transformers, float32, CPU: the per-layer baseline."""
     model = load_causal_lm(model_dir, torch.float32, "cpu")
-    capture_dump(model, {"input_ids": torch.tensor([list(prompt_ids)])}, out_dir, module_patterns=patterns,
-                 prompt_token_ids=prompt_ids, model_description=f"transformers float32 cpu: {model_dir.name}")
+    capture_dump(
+        model,
+        {"input_ids": torch.tensor([list(prompt_ids)])},
+        out_dir,
+        module_patterns=patterns,
+        prompt_token_ids=prompt_ids,
+        model_description=f"transformers float32 cpu: {model_dir.name}",
+    )
     return out_dir
 
 
-def capture_executor(model_dir: Path, prompt_ids: Sequence[int], out_dir: Path, *, dtype: str = "float32",
-                     device: str = "cpu", fault: FaultRequest | None = None,
-                     patterns: Sequence[str] = DEFAULT_PATTERNS) -> Path:
+def capture_executor(
+    model_dir: Path,
+    prompt_ids: Sequence[int],
+    out_dir: Path,
+    *,
+    dtype: str = "float32",
+    device: str = "cpu",
+    fault: FaultRequest | None = None,
+    patterns: Sequence[str] = DEFAULT_PATTERNS,
+) -> Path:
     """ascend_backend's executor on `device` in `dtype`, optionally with one injected fault."""
     from ascend_backend.models import Executor
 
@@ -71,14 +85,26 @@ def capture_executor(model_dir: Path, prompt_ids: Sequence[int], out_dir: Path, 
     description = f"ascend_backend executor {dtype_name(torch_dtype)} {device}: {model_dir.name}"
     try:
         if fault is None:
-            capture_dump(executor.model, list(prompt_ids), out_dir, module_patterns=patterns,
-                         prompt_token_ids=prompt_ids, model_description=description,
-                         forward=lambda _model, ids: executor.prompt_logits(ids))
+            capture_dump(
+                executor.model,
+                list(prompt_ids),
+                out_dir,
+                module_patterns=patterns,
+                prompt_token_ids=prompt_ids,
+                model_description=description,
+                forward=lambda _model, ids: executor.prompt_logits(ids),
+            )
         else:
             with REGISTRY.inject(fault.op, fault=fault.kind, module=fault.module, factor=fault.factor):
-                capture_dump(executor.model, list(prompt_ids), out_dir, module_patterns=patterns,
-                             prompt_token_ids=prompt_ids, model_description=description + f" + fault {fault}",
-                             forward=lambda _model, ids: executor.prompt_logits(ids))
+                capture_dump(
+                    executor.model,
+                    list(prompt_ids),
+                    out_dir,
+                    module_patterns=patterns,
+                    prompt_token_ids=prompt_ids,
+                    model_description=description + f" + fault {fault}",
+                    forward=lambda _model, ids: executor.prompt_logits(ids),
+                )
     finally:
         for handle in handles:
             handle.remove()
@@ -102,8 +128,10 @@ def layer_curves(comparison: DumpComparison) -> go.Figure:
     x = table["key"].tolist()
     fig.add_scatter(x=x, y=table["cosine"], name="cosine", mode="lines+markers")
     fig.add_scatter(x=x, y=table["max_abs_err"], name="max abs error", mode="lines+markers", yaxis="y2")
-    for key, label, colour in ((summary.first_divergence, "first divergence", "#d4a72c"),
-                               (summary.nan_origin, "NaN origin", "#cf222e")):
+    for key, label, colour in (
+        (summary.first_divergence, "first divergence", "#d4a72c"),
+        (summary.nan_origin, "NaN origin", "#cf222e"),
+    ):
         if key is not None and key in x:
             fig.add_vline(x=x.index(key), line_color=colour, line_dash="dash")
             fig.add_annotation(x=key, y=1.0, yref="paper", text=label, showarrow=False, font={"color": colour})
@@ -112,14 +140,28 @@ def layer_curves(comparison: DumpComparison) -> go.Figure:
         xaxis={"tickangle": -60, "tickfont": {"size": 9}},
         yaxis={"title": "cosine"},
         yaxis2={"title": "max abs error", "overlaying": "y", "side": "right", "type": "log"},
-        height=520, legend={"orientation": "h"},
+        height=520,
+        legend={"orientation": "h"},
     )
     return fig
 
 
 def verdict_table(comparison: DumpComparison) -> pd.DataFrame:
-    columns = [c for c in ("key", "verdict", "cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio",
-                           "test_nan_count", "test_inf_count", "reason") if c in comparison.table.columns]
+    columns = [
+        c
+        for c in (
+            "key",
+            "verdict",
+            "cosine",
+            "max_abs_err",
+            "max_rel_err",
+            "one_thousandth_ratio",
+            "test_nan_count",
+            "test_inf_count",
+            "reason",
+        )
+        if c in comparison.table.columns
+    ]
     return comparison.table[columns]
 
 

@@ -36,12 +36,14 @@ class OpInputs:
 
     def to(self, device: torch.device | str, dtype: torch.dtype) -> OpInputs:
         """Floating tensors -> (device, dtype), as copies; integer tensors -> device (host args stay)."""
+
         def move(index: int, value: Any) -> Any:
             if not isinstance(value, torch.Tensor):
                 return value
             if value.is_floating_point():
                 return value.to(device=device, dtype=dtype, copy=True)
             return value if index in self.host_args else value.to(device)
+
         return OpInputs(tuple(move(i, a) for i, a in enumerate(self.args)), self.host_args, self.written_args)
 
     def outputs(self, returned: Any) -> list[torch.Tensor]:
@@ -161,7 +163,7 @@ def _paged_context(p: Params, g: torch.Generator) -> tuple[list[int], torch.Tens
     ids = (torch.randperm(num_blocks - 1, generator=g) + 1).tolist()
     rows, start = [], 0
     for n in per_seq:
-        rows.append(ids[start:start + n] + [0] * (max(per_seq) - n))
+        rows.append(ids[start : start + n] + [0] * (max(per_seq) - n))
         start += n
     cache = torch.randn(2, num_blocks, bs, int(p["num_kv_heads"]), int(p["head_size"]), generator=g)
     return lens, _int32(sum(rows, [])).view(seqs, -1), cache
@@ -191,8 +193,7 @@ def _paged_prefill(p: Params, g: torch.Generator, mixed: bool) -> OpInputs:
     # Chunked prefill mixes decodes (one token) and prompt chunks; a cache hit has only chunks.
     query_lens = [1 if mixed and i % 2 else min(q_len, n) for i, n in enumerate(lens)]
     query = torch.randn(sum(query_lens), int(p["num_heads"]), int(p["head_size"]), generator=g)
-    return OpInputs((query, cache, tables, _int32(query_lens), _int32(lens), _scale(p)),
-                    host_args=frozenset({3, 4}))
+    return OpInputs((query, cache, tables, _int32(query_lens), _int32(lens), _scale(p)), host_args=frozenset({3, 4}))
 
 
 def _reshape_and_cache(p: Params, g: torch.Generator) -> OpInputs:

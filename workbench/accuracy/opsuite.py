@@ -138,22 +138,31 @@ class CaseResult:
 
     def _worst(self) -> OutputResult:
         """The output with the worst verdict; ties go to the lower cosine (NaN counts as lowest)."""
+
         def badness(o: OutputResult) -> tuple[int, float]:
             cosine = o.comparison.cosine
             return o.comparison.verdict.severity, -(cosine if cosine == cosine else -2.0)
+
         return max(self.outputs, key=badness)
 
     def row(self) -> dict[str, Any]:
         c = self._worst().comparison if self.outputs else None
         return {
-            "op": self.case.op, "case": self.case.case_label, "dtype": dtype_name(self.case.dtype),
-            "device": self.device, "implementation": self.implementation,
+            "op": self.case.op,
+            "case": self.case.case_label,
+            "dtype": dtype_name(self.case.dtype),
+            "device": self.device,
+            "implementation": self.implementation,
             "verdict": self.verdict.value,
             "cosine": c.cosine if c else float("nan"),
             "max_abs_err": max((o.comparison.max_abs_err for o in self.outputs), default=float("nan")),
             "max_rel_err": max((o.comparison.max_rel_err for o in self.outputs), default=float("nan")),
-            "one_thousandth_ratio": min((o.comparison.one_thousandth_ratio for o in self.outputs), default=float("nan")),
-            "five_thousandth_ratio": min((o.comparison.five_thousandth_ratio for o in self.outputs), default=float("nan")),
+            "one_thousandth_ratio": min(
+                (o.comparison.one_thousandth_ratio for o in self.outputs), default=float("nan")
+            ),
+            "five_thousandth_ratio": min(
+                (o.comparison.five_thousandth_ratio for o in self.outputs), default=float("nan")
+            ),
             "nan_count": sum(o.comparison.test_nonfinite.nan_count for o in self.outputs),
             "inf_count": sum(o.comparison.test_nonfinite.inf_count for o in self.outputs),
             "reason": self.error or (c.verdict_reason if c else ""),
@@ -174,8 +183,13 @@ def run_case(case: OpCase, device: torch.device) -> CaseResult:
     except Exception as exc:  # noqa: BLE001 - a kernel that raises is a finding, not a crash of the suite
         return CaseResult(case, str(device), selection.backend.value, (), f"{type(exc).__name__}: {exc}")
     if len(test) != len(reference):
-        return CaseResult(case, str(device), selection.backend.value, (),
-                          f"returned {len(test)} tensors, the native reference {len(reference)}")
+        return CaseResult(
+            case,
+            str(device),
+            selection.backend.value,
+            (),
+            f"returned {len(test)} tensors, the native reference {len(reference)}",
+        )
     outputs = tuple(OutputResult(i, compare_tensors(t.cpu(), r)) for i, (t, r) in enumerate(zip(test, reference)))
     return CaseResult(case, str(device), selection.backend.value, outputs)
 
@@ -291,14 +305,20 @@ def export_repro(result: CaseResult, out_dir: Path) -> Path:
     case = result.case
     script = out_dir / f"{case.name}.py"
     inputs = case.inputs()
-    torch.save({"args": list(inputs.args), "host_args": sorted(inputs.host_args),
-                "written_args": list(inputs.written_args)}, script.with_suffix(".pt"))
+    torch.save(
+        {"args": list(inputs.args), "host_args": sorted(inputs.host_args), "written_args": list(inputs.written_args)},
+        script.with_suffix(".pt"),
+    )
     row = result.row()
     script.write_text(
         _REPRO_TEMPLATE.format(
-            label=f"{case.op} [{case.case_label}] {dtype_name(case.dtype)}", device=result.device,
-            implementation=result.implementation, verdict=result.verdict.value,
-            reason=textwrap.shorten(str(row["reason"]), 150), op=case.op, dtype=dtype_name(case.dtype),
+            label=f"{case.op} [{case.case_label}] {dtype_name(case.dtype)}",
+            device=result.device,
+            implementation=result.implementation,
+            verdict=result.verdict.value,
+            reason=textwrap.shorten(str(row["reason"]), 150),
+            op=case.op,
+            dtype=dtype_name(case.dtype),
             script=script.name,
         ),
         encoding="utf-8",
@@ -311,13 +331,22 @@ def case_detail(result: CaseResult) -> pd.DataFrame:
     rows = []
     for o in result.outputs:
         c = o.comparison
-        rows.append({
-            "output": o.index, "verdict": c.verdict.value, "cosine": c.cosine, "max_abs_err": c.max_abs_err,
-            "max_rel_err": c.max_rel_err, "one_thousandth_ratio": c.one_thousandth_ratio,
-            "five_thousandth_ratio": c.five_thousandth_ratio, "rmse": c.rmse,
-            "euclidean_distance": c.euclidean_distance, "nan": c.test_nonfinite.nan_count,
-            "inf": c.test_nonfinite.inf_count, "reason": c.verdict_reason,
-        })
+        rows.append(
+            {
+                "output": o.index,
+                "verdict": c.verdict.value,
+                "cosine": c.cosine,
+                "max_abs_err": c.max_abs_err,
+                "max_rel_err": c.max_rel_err,
+                "one_thousandth_ratio": c.one_thousandth_ratio,
+                "five_thousandth_ratio": c.five_thousandth_ratio,
+                "rmse": c.rmse,
+                "euclidean_distance": c.euclidean_distance,
+                "nan": c.test_nonfinite.nan_count,
+                "inf": c.test_nonfinite.inf_count,
+                "reason": c.verdict_reason,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -343,6 +372,16 @@ def describe_failure(result: CaseResult) -> str:
 
 
 __all__ = [
-    "CaseResult", "OpCase", "SuiteResult", "case_detail", "default_recipes", "describe_failure", "worst_case", "export_repro", "load_cases",
-    "run_case", "run_suite", "save_jsonl",
+    "CaseResult",
+    "OpCase",
+    "SuiteResult",
+    "case_detail",
+    "default_recipes",
+    "describe_failure",
+    "worst_case",
+    "export_repro",
+    "load_cases",
+    "run_case",
+    "run_suite",
+    "save_jsonl",
 ]

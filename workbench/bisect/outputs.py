@@ -43,13 +43,23 @@ class GreedyOutput:
     text: str
 
     def to_json(self) -> dict:
-        return {"prompt": self.prompt, "token_ids": list(self.token_ids), "logprobs": list(self.logprobs),
-                "top": [[list(p) for p in pos] for pos in self.top], "text": self.text}
+        return {
+            "prompt": self.prompt,
+            "token_ids": list(self.token_ids),
+            "logprobs": list(self.logprobs),
+            "top": [[list(p) for p in pos] for pos in self.top],
+            "text": self.text,
+        }
 
     @classmethod
     def from_json(cls, raw: dict) -> GreedyOutput:
-        return cls(raw["prompt"], tuple(raw["token_ids"]), tuple(raw["logprobs"]),
-                   tuple(tuple((int(t), float(lp)) for t, lp in pos) for pos in raw["top"]), raw["text"])
+        return cls(
+            raw["prompt"],
+            tuple(raw["token_ids"]),
+            tuple(raw["logprobs"]),
+            tuple(tuple((int(t), float(lp)) for t, lp in pos) for pos in raw["top"]),
+            raw["text"],
+        )
 
 
 @dataclass(frozen=True)
@@ -71,8 +81,14 @@ def greedy_outputs(
     response = client.post(
         f"{url}/v1/completions",
         json={
-            "model": model, "prompt": list(prompts), "max_tokens": max_tokens, "temperature": 0.0,
-            "logprobs": top_logprobs, "return_tokens_as_token_ids": True, "ignore_eos": True, "seed": 0,
+            "model": model,
+            "prompt": list(prompts),
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "logprobs": top_logprobs,
+            "return_tokens_as_token_ids": True,
+            "ignore_eos": True,
+            "seed": 0,
         },
     )
     response.raise_for_status()
@@ -89,7 +105,9 @@ def greedy_outputs(
     return outputs
 
 
-def compare_outputs(baseline: Sequence[GreedyOutput], test: Sequence[GreedyOutput], tolerance: float) -> OutputComparison:
+def compare_outputs(
+    baseline: Sequence[GreedyOutput], test: Sequence[GreedyOutput], tolerance: float
+) -> OutputComparison:
     """The worst per-prompt match (see the module docstring for the rules)."""
     order = list(Match)
     worst, worst_detail, max_drift = Match.EXACT, "token-identical", 0.0

@@ -50,7 +50,9 @@ class FeatureSpec(Frozen):
         if not self.supported and not self.unsupported_reason:
             raise ValueError(f"feature {self.name!r}: supported: false needs an unsupported_reason")
         if bool(self.forced_by) != bool(self.forced_reason):
-            raise ValueError(f"feature {self.name!r}: forced_by and forced_reason go together (the source line and what it does)")
+            raise ValueError(
+                f"feature {self.name!r}: forced_by and forced_reason go together (the source line and what it does)"
+            )
         return self
 
 
@@ -115,7 +117,9 @@ def features_dir() -> Path:
 
 
 def default_plan_for(recipe: ServingRecipe) -> Path:
-    target = "cpu" if recipe.device.value == "cpu" else "ascend" if recipe.device.value == "npu" else recipe.device.value
+    target = (
+        "cpu" if recipe.device.value == "cpu" else "ascend" if recipe.device.value == "npu" else recipe.device.value
+    )
     path = features_dir() / f"{target}.yaml"
     if not path.is_file():
         raise WorkbenchError(f"no feature plan for target {target!r} ({path}); pass --features FILE")

@@ -102,8 +102,13 @@ def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Repo
         (Group.CANN, lambda: cann.check_cann(toolkit, presence, ctx)),
         (Group.NPU_SMI, lambda: npu_smi.check_npu_smi(reading, presence, ctx)),
         (Group.FIRMWARE, lambda: _firmware_checks(ctx, reading, toolkit)),
-        (Group.DEVICE, lambda: [probe.check_device_init(ctx, presence, stack.one("torch_npu") is not None),
-                                *_kernel_checks(stack.one("torch_npu") is not None)]),
+        (
+            Group.DEVICE,
+            lambda: [
+                probe.check_device_init(ctx, presence, stack.one("torch_npu") is not None),
+                *_kernel_checks(stack.one("torch_npu") is not None),
+            ],
+        ),
         (Group.SHM, lambda: [shm.check_shm(shm.read_shm(ctx.shm_path))]),
         (Group.BUILD, lambda: buildtools.check_build(ctx)),
         (Group.LOGGING, lambda: logging_env.check_logging(ctx)),

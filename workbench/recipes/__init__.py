@@ -29,7 +29,21 @@ from workbench.recipes.serving import (
 )
 
 __all__ = [
-    "EMBEDDED_PREFIX", "DType", "Device", "EngineArgs", "Frozen", "ServingRecipe", "describe_error",
-    "list_serving_recipes", "load_recipe_file", "load_serving_recipe", "parse_bytes", "read_yaml_mapping",
-    "resolve_recipe_path", "resolve_serving_path", "serving_dir", "stable_hash", "validate_recipe",
+    "EMBEDDED_PREFIX",
+    "DType",
+    "Device",
+    "EngineArgs",
+    "Frozen",
+    "ServingRecipe",
+    "describe_error",
+    "list_serving_recipes",
+    "load_recipe_file",
+    "load_serving_recipe",
+    "parse_bytes",
+    "read_yaml_mapping",
+    "resolve_recipe_path",
+    "resolve_serving_path",
+    "serving_dir",
+    "stable_hash",
+    "validate_recipe",
 ]

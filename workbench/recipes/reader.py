@@ -57,7 +57,9 @@ def read_yaml_mapping(path: Path, what: str, required: str = "") -> dict[str, An
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise WorkbenchError(f"{path}: cannot read the {what} ({exc.strerror}); check the path and permissions") from None
+        raise WorkbenchError(
+            f"{path}: cannot read the {what} ({exc.strerror}); check the path and permissions"
+        ) from None
     except yaml.YAMLError as exc:
         raise WorkbenchError(f"{path}: not valid YAML ({exc}); fix the syntax at the line shown") from None
     except UnicodeDecodeError:

@@ -110,8 +110,12 @@ class Workload:
 
     def __post_init__(self) -> None:
         problems = workload_problems(
-            (self.input_len,), (self.output_len,), () if self.concurrency is None else (self.concurrency,),
-            (self.request_rate,), (self.prefix_ratio,), self.burstiness,
+            (self.input_len,),
+            (self.output_len,),
+            () if self.concurrency is None else (self.concurrency,),
+            (self.request_rate,),
+            (self.prefix_ratio,),
+            self.burstiness,
         )
         if (self.num_prompts is None) == (self.duration_s is None):
             problems.append("give exactly one of num_prompts (--num-prompts) or duration_s (--duration)")

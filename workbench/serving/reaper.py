@@ -66,10 +66,10 @@ for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
 class OrphanReaper:
     """Stops every process launched with `env()` if this process dies before `release()`.
 
-        reaper = OrphanReaper()
-        launch servers with extra_env={**reaper.env(), ...}
-        ...                      # a SIGKILL here: the watcher stops those servers
-        stop the servers; reaper.release()
+    reaper = OrphanReaper()
+    launch servers with extra_env={**reaper.env(), ...}
+    ...                      # a SIGKILL here: the watcher stops those servers
+    stop the servers; reaper.release()
     """
 
     def __init__(self, token: str | None = None):

@@ -414,8 +414,9 @@ def require_atb(recipe: ServingRecipe) -> None:
 
     status = device.atb_status()
     if device.npu_status().available and not status.available:
-        raise WorkbenchError(f"recipe {recipe.name}: NPU kernels cannot load ({status.kind.value}: {status.detail}); "
-                             f"fix: {status.fix}")
+        raise WorkbenchError(
+            f"recipe {recipe.name}: NPU kernels cannot load ({status.kind.value}: {status.detail}); fix: {status.fix}"
+        )
 
 
 def launch(

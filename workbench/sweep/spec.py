@@ -256,8 +256,13 @@ class WorkloadPoint:
 
     def warmup(self, requests: int) -> Workload:
         """A few requests of the same shape, all in flight at once (compiles, allocates, fills caches)."""
-        return Workload(input_len=self.input_len, output_len=self.output_len, num_prompts=requests,
-                        concurrency=requests, seed=self.seed + 1)
+        return Workload(
+            input_len=self.input_len,
+            output_len=self.output_len,
+            num_prompts=requests,
+            concurrency=requests,
+            seed=self.seed + 1,
+        )
 
 
 @dataclass(frozen=True)
@@ -319,8 +324,14 @@ def config_points(spec: SweepSpec, base: ServingRecipe, overrides: dict[str, Any
     identity = server_identity(recipe)
     key = stable_hash(identity)
     return [
-        SweepPoint(stable_hash({"server": identity, "workload": asdict(workload), "repeat": repeat}), key,
-                   tuple(overrides.items()), recipe, workload, repeat)
+        SweepPoint(
+            stable_hash({"server": identity, "workload": asdict(workload), "repeat": repeat}),
+            key,
+            tuple(overrides.items()),
+            recipe,
+            workload,
+            repeat,
+        )
         for workload in workload_points(spec.workload)
         for repeat in range(spec.repeats)
     ]
@@ -399,9 +410,11 @@ def load_base_recipe(spec: SweepSpec) -> ServingRecipe:
 def check_budget_keys(spec: SweepSpec, base: ServingRecipe) -> None:
     """On CPU the KV budget is bytes; a utilisation fraction there would be silently meaningless."""
     where = spec.source or spec.name
-    uses_fraction = spec.grid.gpu_memory_utilization is not None or any(
-        p.gpu_memory_utilization is not None for p in spec.points
-    ) or bool(spec.adaptive and spec.adaptive.gpu_memory_utilization)
+    uses_fraction = (
+        spec.grid.gpu_memory_utilization is not None
+        or any(p.gpu_memory_utilization is not None for p in spec.points)
+        or bool(spec.adaptive and spec.adaptive.gpu_memory_utilization)
+    )
     if base.device is Device.CPU and uses_fraction:
         raise WorkbenchError(
             f"{where}: gpu_memory_utilization: the base recipe runs on cpu, where vLLM sizes the KV cache "

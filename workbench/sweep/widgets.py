@@ -36,8 +36,12 @@ def select(frame: pd.DataFrame, selections: Mapping[str, object]) -> pd.DataFram
     return frame[keep]
 
 
-def explorer_figure(report: SweepReport, x: str = "p99_ttft_ms", y: str = "output_throughput",
-                    selections: Mapping[str, object] | None = None) -> go.Figure:
+def explorer_figure(
+    report: SweepReport,
+    x: str = "p99_ttft_ms",
+    y: str = "output_throughput",
+    selections: Mapping[str, object] | None = None,
+) -> go.Figure:
     """The Pareto scatter of the configurations that match `selections`."""
     return charts.pareto_scatter(select(report.configs, selections or {}), x, y, limits=report.limits)
 
@@ -53,8 +57,9 @@ def explorer(report: SweepReport):
     from workbench.widgets import headless
 
     if headless():
-        return Markdown("*Interactive explorer: open this notebook in JupyterLab to pick the axes and filter "
-                        "by each swept value.*")
+        return Markdown(
+            "*Interactive explorer: open this notebook in JupyterLab to pick the axes and filter by each swept value.*"
+        )
 
     configs = report.configs
     xs = [c for c in LATENCY_AXES if c in configs.columns] or ["p99_ttft_ms"]
@@ -65,8 +70,9 @@ def explorer(report: SweepReport):
     }
     for factor in factors(report):
         values = [ALL, *sorted({str(v) for v in configs[factor]})]
-        controls[factor] = widgets.Dropdown(options=values, value=ALL, description=factor,
-                                            style={"description_width": "initial"})
+        controls[factor] = widgets.Dropdown(
+            options=values, value=ALL, description=factor, style={"description_width": "initial"}
+        )
 
     def show(x: str, y: str, **selections: object) -> None:
         display(explorer_figure(report, x, y, selections))

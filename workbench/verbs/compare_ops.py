@@ -18,8 +18,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="auto", help="auto (default), cpu, npu:0, cuda:0")
     parser.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
     parser.add_argument("--json", type=Path, default=None, help="write the result table as JSON")
-    parser.add_argument("--export-failures", type=Path, default=None, metavar="DIR",
-                        help="write a standalone reproduction script for each failing case")
+    parser.add_argument(
+        "--export-failures",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write a standalone reproduction script for each failing case",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -34,14 +39,20 @@ def handle(args: argparse.Namespace) -> int:
     result = opsuite.run_suite(cases, device)
     table = result.table()
     with pd.option_context("display.width", 200, "display.max_rows", 500):
-        print(table[["op", "case", "dtype", "implementation", "verdict", "cosine", "max_abs_err", "max_rel_err"]]
-              .to_string(index=False))
+        print(
+            table[
+                ["op", "case", "dtype", "implementation", "verdict", "cosine", "max_abs_err", "max_rel_err"]
+            ].to_string(index=False)
+        )
     print("verdicts:", result.counts())
     if args.json:
         from workbench.provenance import provenance
 
-        document = {"provenance": provenance(device=str(device)), "counts": result.counts(),
-                    "rows": table.to_dict(orient="records")}
+        document = {
+            "provenance": provenance(device=str(device)),
+            "counts": result.counts(),
+            "rows": table.to_dict(orient="records"),
+        }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(document, indent=1, default=float))
         print(f"table: {args.json}")

@@ -20,15 +20,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "default: tiny model, CPU). Writes executed notebooks, HTML and index.html; exits 1 if any cell fails.",
     )
     parser.add_argument("--notebooks", type=Path, default=None, help="notebook directory (default: notebooks/)")
-    parser.add_argument("--out", type=Path, default=None, help="runs root; the report goes to ROOT/notebooks/<UTC timestamp>/ (default: the project's runs/ or $ASCEND_WORKBENCH_RUNS)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="runs root; the report goes to ROOT/notebooks/<UTC timestamp>/ (default: the project's runs/ or $ASCEND_WORKBENCH_RUNS)",
+    )
     parser.add_argument("--only", action="append", default=[], help="run only notebooks whose name contains this")
     parser.add_argument(
-        "-p", "--parameter", action="append", default=[], metavar="NAME=VALUE",
+        "-p",
+        "--parameter",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="override a notebook parameter (YAML value), applied to every notebook that declares it",
     )
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default python3)")
     parser.add_argument(
-        "--cell-timeout", type=float, default=None, metavar="SECONDS",
+        "--cell-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
         help="stop a cell that runs longer and fail its notebook (default 1800; 0 = no limit)",
     )
     parser.set_defaults(handler=handle)
@@ -56,7 +68,11 @@ def handle(args: argparse.Namespace) -> int:
     if timeout is not None and timeout < 0:
         raise WorkbenchError(f"--cell-timeout {args.cell_timeout:g}: give a number of seconds, or 0 for no limit")
     report = run_notebooks(
-        notebooks, run_dir, _parse_parameters(args.parameter), args.kernel, cwd=settings.REPO_ROOT,
+        notebooks,
+        run_dir,
+        _parse_parameters(args.parameter),
+        args.kernel,
+        cwd=settings.REPO_ROOT,
         cell_timeout_s=timeout,
     )
     for o in report.outcomes:

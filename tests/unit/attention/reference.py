@@ -22,11 +22,11 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def dense_attention_f64(
-    query: torch.Tensor,   # [q_len, num_heads, head_size], queries at the last q_len positions
-    keys: torch.Tensor,    # [kv_len, num_kv_heads, head_size], positions 0..kv_len-1
+    query: torch.Tensor,  # [q_len, num_heads, head_size], queries at the last q_len positions
+    keys: torch.Tensor,  # [kv_len, num_kv_heads, head_size], positions 0..kv_len-1
     values: torch.Tensor,  # [kv_len, num_kv_heads, head_size]
     scale: float,
-) -> torch.Tensor:         # [q_len, num_heads, head_size] float64
+) -> torch.Tensor:  # [q_len, num_heads, head_size] float64
     """Causal attention, one query head at a time: head h reads KV head h // (num_heads / kv_heads)."""
     q, k, v = query.double(), keys.double(), values.double()
     q_len, num_heads, _ = q.shape
@@ -38,7 +38,7 @@ def dense_attention_f64(
         logits = torch.einsum("qd,kd->qk", q[:, h], kh) * scale
         for i in range(q_len):
             position = kv_len - q_len + i
-            logits[i, position + 1:] = float("-inf")
+            logits[i, position + 1 :] = float("-inf")
         out[:, h] = torch.softmax(logits, dim=-1) @ vh
     return out
 
@@ -47,11 +47,11 @@ def dense_attention_f64(
 class PagedBatch:
     """Sequences both as contiguous tensors (for the reference) and as a paged cache (for kernels)."""
 
-    keys: list[torch.Tensor]     # per sequence [seq_len, kv_heads, head_size]
+    keys: list[torch.Tensor]  # per sequence [seq_len, kv_heads, head_size]
     values: list[torch.Tensor]
-    tables: list[list[int]]      # block ids per sequence, shuffled across the cache
-    kv_cache: torch.Tensor       # [2, num_blocks, block_size, kv_heads, head_size]
-    block_tables: torch.Tensor   # [num_seqs, max_blocks] int32, padding = an invalid block id
+    tables: list[list[int]]  # block ids per sequence, shuffled across the cache
+    kv_cache: torch.Tensor  # [2, num_blocks, block_size, kv_heads, head_size]
+    block_tables: torch.Tensor  # [num_seqs, max_blocks] int32, padding = an invalid block id
     block_size: int
 
     @property
@@ -60,8 +60,15 @@ class PagedBatch:
 
 
 def make_paged_batch(
-    seq_lens: list[int], block_size: int, kv_heads: int, head_size: int, dtype: torch.dtype,
-    seed: int, spare_blocks: int = 3, padding: int | None = None, unwritten: float = 0.0,
+    seq_lens: list[int],
+    block_size: int,
+    kv_heads: int,
+    head_size: int,
+    dtype: torch.dtype,
+    seed: int,
+    spare_blocks: int = 3,
+    padding: int | None = None,
+    unwritten: float = 0.0,
 ) -> PagedBatch:
     """Random K/V per sequence, placed in a cache whose blocks are handed out in shuffled order.
 
@@ -78,7 +85,7 @@ def make_paged_batch(
     random.Random(seed).shuffle(ids)
     tables, start = [], 0
     for count in needed:
-        tables.append(ids[start:start + count])
+        tables.append(ids[start : start + count])
         start += count
     kv_cache = torch.full((2, num_blocks, block_size, kv_heads, head_size), unwritten, dtype=dtype)
     for table, k, v in zip(tables, keys, values):

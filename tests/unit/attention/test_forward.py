@@ -37,7 +37,7 @@ def test_steps_through_every_state(dtype):
     cache = allocate_kv_cache(40, BLOCK_SIZE, KV_HEADS, HEAD_SIZE, dtype=dtype)
     history_k = [torch.empty(0, KV_HEADS, HEAD_SIZE, dtype=dtype) for _ in tables]
     history_v = [torch.empty(0, KV_HEADS, HEAD_SIZE, dtype=dtype) for _ in tables]
-    scale = HEAD_SIZE ** -0.5
+    scale = HEAD_SIZE**-0.5
     REGISTRY.reset_stats()
     for new, chunked, state in STEPS:
         seq_lens = [h.shape[0] + n for h, n in zip(history_k, new)]
@@ -50,9 +50,9 @@ def test_steps_through_every_state(dtype):
 
         expected, start = [], 0
         for i, n in enumerate(new):
-            history_k[i] = torch.cat([history_k[i], k[start:start + n]])
-            history_v[i] = torch.cat([history_v[i], v[start:start + n]])
-            expected.append(dense_attention_f64(q[start:start + n], history_k[i], history_v[i], scale))
+            history_k[i] = torch.cat([history_k[i], k[start : start + n]])
+            history_v[i] = torch.cat([history_v[i], v[start : start + n]])
+            expected.append(dense_attention_f64(q[start : start + n], history_k[i], history_v[i], scale))
             start += n
         assert_close_to_reference(out, torch.cat(expected), dtype)
         assert REGISTRY.stats()[STATE_OPS[state]]["native"] >= 1

@@ -60,10 +60,14 @@ def test_lengths_stay_on_the_host_and_the_state_is_carried():
         (dict(block_tables=[[0], [1]], seq_lens=[3], query_lens=[1], block_size=4), "one entry per sequence"),
         (dict(block_tables=[[-1]], seq_lens=[3], query_lens=[1], block_size=4), "block ids must be >= 0"),
         (dict(block_tables=[[0]], seq_lens=[3], query_lens=[1], block_size=0), "block_size must be >= 1"),
-        (dict(block_tables=[[0]], seq_lens=[3], query_lens=[2], block_size=4, state=AttentionState.DecodeOnly),
-         "DecodeOnly needs query_len 1"),
-        (dict(block_tables=[[0]], seq_lens=[3], query_lens=[1], block_size=4, state=AttentionState.PrefillNoCache),
-         "PrefillNoCache needs query_len == seq_len"),
+        (
+            dict(block_tables=[[0]], seq_lens=[3], query_lens=[2], block_size=4, state=AttentionState.DecodeOnly),
+            "DecodeOnly needs query_len 1",
+        ),
+        (
+            dict(block_tables=[[0]], seq_lens=[3], query_lens=[1], block_size=4, state=AttentionState.PrefillNoCache),
+            "PrefillNoCache needs query_len == seq_len",
+        ),
     ],
 )
 def test_inconsistent_inputs_are_refused_with_the_fix(kwargs, message):

@@ -25,14 +25,14 @@ def run_decode(seq_lens, block_size, kv_heads, group, head_size, dtype, seed=0, 
     batch = make_paged_batch(seq_lens, block_size, kv_heads, head_size, dtype, seed, unwritten=unwritten)
     gen = torch.Generator().manual_seed(seed + 1)
     query = torch.randn(len(seq_lens), kv_heads * group, head_size, generator=gen).to(dtype)
-    scale = head_size ** -0.5
-    out = paged_decode_attention(query, batch.kv_cache, batch.block_tables,
-                                 torch.tensor(seq_lens, dtype=torch.int32), scale)
+    scale = head_size**-0.5
+    out = paged_decode_attention(
+        query, batch.kv_cache, batch.block_tables, torch.tensor(seq_lens, dtype=torch.int32), scale
+    )
     assert out.shape == query.shape
-    expected = torch.stack([
-        dense_attention_f64(query[i:i + 1], batch.keys[i], batch.values[i], scale)[0]
-        for i in range(len(seq_lens))
-    ])
+    expected = torch.stack(
+        [dense_attention_f64(query[i : i + 1], batch.keys[i], batch.values[i], scale)[0] for i in range(len(seq_lens))]
+    )
     assert_close_to_reference(out, expected, dtype)
 
 
@@ -54,8 +54,15 @@ def test_random_shapes_match_dense(seed, decode_path):
     dtype = DTYPES[seed % 3]
     block_size = rng.choice([4, 16, 32, 128])
     seq_lens = [rng.randint(1, 300) for _ in range(rng.randint(1, 6))]
-    run_decode(seq_lens, block_size, kv_heads=rng.choice([1, 2, 4]), group=rng.choice([1, 2, 4, 8]),
-               head_size=rng.choice([16, 64, 128]), dtype=dtype, seed=seed)
+    run_decode(
+        seq_lens,
+        block_size,
+        kv_heads=rng.choice([1, 2, 4]),
+        group=rng.choice([1, 2, 4, 8]),
+        head_size=rng.choice([16, 64, 128]),
+        dtype=dtype,
+        seed=seed,
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -73,8 +80,9 @@ def test_padding_entries_of_the_block_table_are_never_used(decode_path):
 def test_slots_never_written_may_hold_nan_without_reaching_the_output(decode_path):
     # block tails and spare blocks hold NaN (a reused block keeps an earlier request's values); a
     # masked slot must get weight 0 without its value being multiplied in (0 * NaN = NaN)
-    run_decode([5, 40, 17], block_size=16, kv_heads=2, group=2, head_size=32, dtype=torch.bfloat16,
-               unwritten=float("nan"))
+    run_decode(
+        [5, 40, 17], block_size=16, kv_heads=2, group=2, head_size=32, dtype=torch.bfloat16, unwritten=float("nan")
+    )
 
 
 def test_tile_plan_groups_by_length_and_splits_long_sequences():
@@ -83,7 +91,8 @@ def test_tile_plan_groups_by_length_and_splits_long_sequences():
         [DecodeTile((0,), 0, 8), DecodeTile((0,), 8, 2)],
     ]
     assert plan_decode_tiles([16, 16, 16], block_size=16, blocks_per_tile=2) == [
-        [DecodeTile((0, 1), 0, 1)], [DecodeTile((2,), 0, 1)],
+        [DecodeTile((0, 1), 0, 1)],
+        [DecodeTile((2,), 0, 1)],
     ]
 
 
@@ -112,8 +121,9 @@ def test_context_longer_than_the_block_table_is_refused():
 def test_heads_that_do_not_group_are_refused():
     batch = make_paged_batch([4], 4, 2, 16, torch.float32, seed=0)
     with pytest.raises(ValueError, match="not a multiple"):
-        paged_decode_attention(torch.randn(1, 3, 16), batch.kv_cache, batch.block_tables,
-                               torch.tensor([4], dtype=torch.int32), 0.25)
+        paged_decode_attention(
+            torch.randn(1, 3, 16), batch.kv_cache, batch.block_tables, torch.tensor([4], dtype=torch.int32), 0.25
+        )
 
 
 def test_fused_kernel_buckets_mixed_lengths(monkeypatch):
@@ -153,13 +163,15 @@ def test_fused_kernel_refuses_a_block_id_outside_the_cache(monkeypatch):
     tables = batch.block_tables.clone()
     tables[1, 0] = batch.kv_cache.shape[1]  # a block the cache does not have, inside the context
     with pytest.raises(ValueError, match=r"block_tables\[1, 0\]"):
-        paged_decode_attention(torch.randn(2, 4, 16), batch.kv_cache, tables,
-                               torch.tensor([40, 20], dtype=torch.int32), 0.25)
+        paged_decode_attention(
+            torch.randn(2, 4, 16), batch.kv_cache, tables, torch.tensor([40, 20], dtype=torch.int32), 0.25
+        )
 
 
 def test_a_compile_failure_falls_back_to_eager_once_and_says_why(monkeypatch, caplog):
     def broken():
         raise RuntimeError("no C++ compiler found")
+
     monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "on")
     monkeypatch.setattr(fused_decode, "_failed", None)
     monkeypatch.setattr(fused_decode, "_kernel", broken)
@@ -176,8 +188,8 @@ def test_a_compile_failure_falls_back_to_eager_once_and_says_why(monkeypatch, ca
 def test_auto_policy_compiles_only_for_calls_worth_it(monkeypatch):
     monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "auto")
     cpu = torch.device("cpu")
-    assert not fused_decode.use_fused(cpu, 2, 100, 2, 64)          # 200 KiB of K/V: eager
-    assert fused_decode.use_fused(cpu, 32, 1024, 4, 128)           # 128 MiB: fused
+    assert not fused_decode.use_fused(cpu, 2, 100, 2, 64)  # 200 KiB of K/V: eager
+    assert fused_decode.use_fused(cpu, 32, 1024, 4, 128)  # 128 MiB: fused
     assert not fused_decode.use_fused(torch.device("meta"), 32, 1024, 4, 128)  # CPU only
     monkeypatch.setenv("ASCEND_BACKEND_FUSED_DECODE", "off")
     assert not fused_decode.use_fused(cpu, 32, 1024, 4, 128)

@@ -42,10 +42,30 @@ class ScriptedProbe:
         self.calls.append(key)
         outcome = self.script.get(key, "good")
         if outcome == "crash":
-            return StepRecord(key, kind, features, False, False, None, None, "No common block size",
-                              crash_kind="block_size", crash_summary="No common block size", fix="use 32")
-        return StepRecord(key, kind, features, True, True, None, None, "answered",
-                          outputs=tuple(WRONG if outcome == "wrong" else GOOD))
+            return StepRecord(
+                key,
+                kind,
+                features,
+                False,
+                False,
+                None,
+                None,
+                "No common block size",
+                crash_kind="block_size",
+                crash_summary="No common block size",
+                fix="use 32",
+            )
+        return StepRecord(
+            key,
+            kind,
+            features,
+            True,
+            True,
+            None,
+            None,
+            "answered",
+            outputs=tuple(WRONG if outcome == "wrong" else GOOD),
+        )
 
 
 @pytest.fixture
@@ -136,7 +156,10 @@ def test_resume_refuses_another_recipe(tmp_path):
     [
         ("order: [a, b, c, q, zz]", "not a feature"),
         ("order: [a, b]", "leaves out"),
-        ("features:\n  - {name: a, engine: {enable_prefix_cachin: true}}\norder: [a]", "did you mean 'enable_prefix_caching'"),
+        (
+            "features:\n  - {name: a, engine: {enable_prefix_cachin: true}}\norder: [a]",
+            "did you mean 'enable_prefix_caching'",
+        ),
         ("featurez: []", "unknown key"),
     ],
 )

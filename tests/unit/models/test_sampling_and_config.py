@@ -42,9 +42,17 @@ def test_bad_sampling_params(kwargs):
 
 
 BASE = {
-    "architectures": ["LlamaForCausalLM"], "vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
-    "rope_theta": 10000.0, "max_position_embeddings": 256, "eos_token_id": 2,
+    "architectures": ["LlamaForCausalLM"],
+    "vocab_size": 100,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 256,
+    "eos_token_id": 2,
 }
 
 
@@ -84,9 +92,18 @@ def test_rope_scaling_rules():
     assert inv[1].item() == pytest.approx(10000.0 ** (-2 / 16))
     linear = ModelConfig.from_dict({**BASE, "rope_scaling": {"type": "linear", "factor": 4.0}})
     assert torch.allclose(inverse_frequencies(linear), inv / 4)
-    llama3 = ModelConfig.from_dict({**BASE, "rope_scaling": {
-        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 64}})
+    llama3 = ModelConfig.from_dict(
+        {
+            **BASE,
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+        }
+    )
     scaled = inverse_frequencies(llama3)
     wavelen = 2 * math.pi / inv
     assert torch.allclose(scaled[wavelen < 64 / 4], inv[wavelen < 64 / 4])  # short wavelengths untouched

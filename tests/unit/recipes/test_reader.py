@@ -32,14 +32,30 @@ def _rename(mapping: dict, old: str, new: str) -> None:
 
 # (loader, shipped file, how to misspell one key, the message expected)
 CASES = [
-    (load_serving_recipe, "serving/cpu-tiny.yaml", lambda d: _rename(d["engine"], "max_num_seqs", "max_num_seq"),
-     r"engine\.max_num_seq: unknown key; did you mean 'max_num_seqs'\?"),
-    (load_plan, "features/cpu.yaml", lambda d: _rename(d["features"][0], "description", "descripton"),
-     r"features\[0\]\.descripton: unknown key; did you mean 'description'\?"),
-    (load_matrix, "matrices/cpu-embedded.yaml", lambda d: _rename(d["rows"][0], "torch", "trch"),
-     r"rows\[0\]\.trch: unknown key; did you mean 'torch'\?"),
-    (lambda p: load_cases([p]), "ops/core.yaml", lambda d: _rename(d["ops"]["rms_norm"], "cases", "casez"),
-     r"ops\.rms_norm\.casez: unknown key; did you mean 'cases'\?"),
+    (
+        load_serving_recipe,
+        "serving/cpu-tiny.yaml",
+        lambda d: _rename(d["engine"], "max_num_seqs", "max_num_seq"),
+        r"engine\.max_num_seq: unknown key; did you mean 'max_num_seqs'\?",
+    ),
+    (
+        load_plan,
+        "features/cpu.yaml",
+        lambda d: _rename(d["features"][0], "description", "descripton"),
+        r"features\[0\]\.descripton: unknown key; did you mean 'description'\?",
+    ),
+    (
+        load_matrix,
+        "matrices/cpu-embedded.yaml",
+        lambda d: _rename(d["rows"][0], "torch", "trch"),
+        r"rows\[0\]\.trch: unknown key; did you mean 'torch'\?",
+    ),
+    (
+        lambda p: load_cases([p]),
+        "ops/core.yaml",
+        lambda d: _rename(d["ops"]["rms_norm"], "cases", "casez"),
+        r"ops\.rms_norm\.casez: unknown key; did you mean 'cases'\?",
+    ),
 ]
 
 
@@ -52,7 +68,9 @@ def test_every_kind_names_file_key_and_closest_key(tmp_path, loader, shipped, mu
 
 
 def test_sweep_spec_typo_in_grid(tmp_path):
-    path = _with_typo(RECIPES / "sweeps/cpu-tiny.yaml", tmp_path, lambda d: _rename(d["grid"], "max_num_seqs", "max_num_seq"))
+    path = _with_typo(
+        RECIPES / "sweeps/cpu-tiny.yaml", tmp_path, lambda d: _rename(d["grid"], "max_num_seqs", "max_num_seq")
+    )
     (tmp_path / "cpu-tiny.yaml").write_text(path.read_text())  # base: cpu-tiny resolves to the shipped recipe
     with pytest.raises(WorkbenchError, match=r"grid\.max_num_seq: unknown key; did you mean 'max_num_seqs'\?"):
         load_sweep_spec(path)

@@ -14,8 +14,12 @@ from workbench.serving.reaper import REAPER_VAR, OrphanReaper
 
 # A stand-in for a vLLM server: a leader with a child that moves to its own session (so a group kill
 # would miss it; the token in the inherited environment does not).
-SERVER = [sys.executable, "-c", "import os, subprocess, sys, time; "
-          "subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(120)']); time.sleep(120)"]
+SERVER = [
+    sys.executable,
+    "-c",
+    "import os, subprocess, sys, time; "
+    "subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(120)']); time.sleep(120)",
+]
 
 OWNER = textwrap.dedent(
     """

@@ -243,8 +243,13 @@ def test_an_npu_server_whose_atb_kernels_cannot_load_is_refused_before_starting(
     from workbench.serving import server as server_mod
 
     monkeypatch.setattr(device, "npu_status", lambda: device.NpuStatus(device.NpuUnavailable.AVAILABLE, "npu:0", ""))
-    monkeypatch.setattr(device, "atb_status", lambda: device.NpuStatus(
-        device.NpuUnavailable.ATB_MISSING, "libatb.so: cannot open shared object file", device.ATB_FIX))
+    monkeypatch.setattr(
+        device,
+        "atb_status",
+        lambda: device.NpuStatus(
+            device.NpuUnavailable.ATB_MISSING, "libatb.so: cannot open shared object file", device.ATB_FIX
+        ),
+    )
     monkeypatch.setattr(server_mod, "start", lambda *a, **k: pytest.fail("a server was started"))
     recipe = load_serving_recipe("ascend-7b-chat").with_overrides(model=str(tmp_path))
     with pytest.raises(WorkbenchError, match="NPU kernels cannot load .*libatb.so.*fix: install the NNAL package"):

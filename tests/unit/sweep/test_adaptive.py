@@ -23,8 +23,11 @@ SPEC = {
     "base": "cpu-tiny",
     "workload": {"input_len": 16, "output_len": 4, "num_prompts": 2, "concurrency": [2]},
     "slo": {"p99_ttft_ms": 300},
-    "adaptive": {"kv_cache_memory_bytes": ["256MiB", "2GiB", "1GiB"], "max_num_seqs": [4, 16],
-                 "max_num_batched_tokens": [256, 1024]},
+    "adaptive": {
+        "kv_cache_memory_bytes": ["256MiB", "2GiB", "1GiB"],
+        "max_num_seqs": [4, 16],
+        "max_num_batched_tokens": [256, 1024],
+    },
 }
 # (max_num_seqs, max_num_batched_tokens) -> (output_throughput, p99_ttft_ms)
 MEASURES = {(16, 1024): (500.0, 400.0), (16, 256): (450.0, 250.0), (4, 1024): (300.0, 100.0), (4, 256): (280.0, 90.0)}
@@ -43,13 +46,32 @@ class Table:
         out = []
         for p in points:
             if params["kv_cache_memory_bytes"] > self.max_bytes:
-                out.append(PointResult(p.point_id, "a", p.server_key, params, {"input_len": 16}, p.repeat,
-                                       PointStatus.START_FAILED, crash={"kind": "out_of_memory"}))
+                out.append(
+                    PointResult(
+                        p.point_id,
+                        "a",
+                        p.server_key,
+                        params,
+                        {"input_len": 16},
+                        p.repeat,
+                        PointStatus.START_FAILED,
+                        crash={"kind": "out_of_memory"},
+                    )
+                )
                 continue
             tput, ttft = MEASURES[(params["max_num_seqs"], params["max_num_batched_tokens"])]
-            out.append(PointResult(p.point_id, "a", p.server_key, params, {"input_len": 16, "concurrency": 2},
-                                   p.repeat, PointStatus.OK,
-                                   summary={"output_throughput": tput, "p99_ttft_ms": ttft, "p99_e2el_ms": 1000.0}))
+            out.append(
+                PointResult(
+                    p.point_id,
+                    "a",
+                    p.server_key,
+                    params,
+                    {"input_len": 16, "concurrency": 2},
+                    p.repeat,
+                    PointStatus.OK,
+                    summary={"output_throughput": tput, "p99_ttft_ms": ttft, "p99_e2el_ms": 1000.0},
+                )
+            )
         return out
 
 
@@ -62,19 +84,25 @@ def spec(tmp_path: Path):
 
 def test_candidates_most_demanding_first(spec):
     assert candidates(spec.adaptive) == [
-        {"max_num_seqs": 16, "max_num_batched_tokens": 1024}, {"max_num_seqs": 16, "max_num_batched_tokens": 256},
-        {"max_num_seqs": 4, "max_num_batched_tokens": 1024}, {"max_num_seqs": 4, "max_num_batched_tokens": 256}]
+        {"max_num_seqs": 16, "max_num_batched_tokens": 1024},
+        {"max_num_seqs": 16, "max_num_batched_tokens": 256},
+        {"max_num_seqs": 4, "max_num_batched_tokens": 1024},
+        {"max_num_seqs": 4, "max_num_batched_tokens": 256},
+    ]
 
 
 def test_largest_budget_that_starts_then_best_under_slo(spec):
     table = Table(max_bytes=1024 * MIB)
     outcome = search(spec, load_base_recipe(spec), table)
     assert [(t.value, t.started, t.crash_kind) for t in outcome.trials] == [
-        (2048 * MIB, False, "out_of_memory"), (1024 * MIB, True, None)]
+        (2048 * MIB, False, "out_of_memory"),
+        (1024 * MIB, True, None),
+    ]
     assert outcome.budget == 1024 * MIB
     # the probe's server (largest candidate) is the first candidate's measurement: no second start
-    assert [(c["kv_cache_memory_bytes"] // MIB, c["max_num_seqs"], c["max_num_batched_tokens"]) for c in table.calls] == [
-        (2048, 16, 1024), (1024, 16, 1024), (1024, 16, 256), (1024, 4, 1024), (1024, 4, 256)]
+    assert [
+        (c["kv_cache_memory_bytes"] // MIB, c["max_num_seqs"], c["max_num_batched_tokens"]) for c in table.calls
+    ] == [(2048, 16, 1024), (1024, 16, 1024), (1024, 16, 256), (1024, 4, 1024), (1024, 4, 256)]
     # (16, 1024) has the most throughput but misses the 300 ms TTFT SLO
     assert (outcome.best["max_num_seqs"], outcome.best["max_num_batched_tokens"]) == (16, 256)
     assert "max_num_seqs=16, max_num_batched_tokens=256" in outcome.summary()

@@ -18,19 +18,31 @@ from workbench.sweep.analysis import (
 
 def table(rows: list[tuple]) -> pd.DataFrame:
     """rows: (point_id, max_num_seqs, concurrency, output_throughput, p99_ttft_ms, p99_e2el_ms, status)."""
-    return pd.DataFrame(rows, columns=["point_id", "max_num_seqs", "concurrency", "output_throughput",
-                                       "p99_ttft_ms", "p99_e2el_ms", "status"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "point_id",
+            "max_num_seqs",
+            "concurrency",
+            "output_throughput",
+            "p99_ttft_ms",
+            "p99_e2el_ms",
+            "status",
+        ],
+    )
 
 
-POINTS = table([
-    ("a", 2, 1, 100.0, 50.0, 900.0, "ok"),
-    ("b", 2, 8, 150.0, 400.0, 1500.0, "ok"),
-    ("c", 8, 1, 110.0, 60.0, 800.0, "ok"),
-    ("d", 8, 8, 300.0, 200.0, 1200.0, "ok"),
-    ("e", 16, 8, 290.0, 250.0, 1300.0, "ok"),   # dominated by d on both axes
-    ("f", 16, 1, 105.0, 50.0, 950.0, "ok"),     # ties a on x, better y: dominates a
-    ("g", 32, 8, None, None, None, "start_failed"),
-])
+POINTS = table(
+    [
+        ("a", 2, 1, 100.0, 50.0, 900.0, "ok"),
+        ("b", 2, 8, 150.0, 400.0, 1500.0, "ok"),
+        ("c", 8, 1, 110.0, 60.0, 800.0, "ok"),
+        ("d", 8, 8, 300.0, 200.0, 1200.0, "ok"),
+        ("e", 16, 8, 290.0, 250.0, 1300.0, "ok"),  # dominated by d on both axes
+        ("f", 16, 1, 105.0, 50.0, 950.0, "ok"),  # ties a on x, better y: dominates a
+        ("g", 32, 8, None, None, None, "start_failed"),
+    ]
+)
 
 
 def test_pareto_front_vs_ttft():
@@ -60,7 +72,9 @@ def test_slo_mask_and_best():
 
 
 def test_best_tie_breaks_on_e2e_latency():
-    tied = table([("x", 1, 1, 10.0, 5.0, 90.0, "ok"), ("y", 2, 1, 10.0, 5.0, 80.0, "ok"), ("z", 3, 1, 10.0, 5.0, 80.0, "ok")])
+    tied = table(
+        [("x", 1, 1, 10.0, 5.0, 90.0, "ok"), ("y", 2, 1, 10.0, 5.0, 80.0, "ok"), ("z", 3, 1, 10.0, 5.0, 80.0, "ok")]
+    )
     assert best_under_slo(tied, {})["point_id"] == "y"
 
 
@@ -88,11 +102,17 @@ def test_sensitivity_skips_factors_without_comparable_pairs():
 
 
 def test_aggregate_repeats_means_over_repeats():
-    frame = pd.DataFrame({
-        "point_id": ["p0", "p1", "p2"], "server_key": ["k", "k", "k"], "max_num_seqs": [4, 4, 4],
-        "concurrency": [2, 2, 2], "repeat": [0, 1, 2], "output_throughput": [10.0, 20.0, 99.0],
-        "status": ["ok", "ok", "load_failed"],
-    })
+    frame = pd.DataFrame(
+        {
+            "point_id": ["p0", "p1", "p2"],
+            "server_key": ["k", "k", "k"],
+            "max_num_seqs": [4, 4, 4],
+            "concurrency": [2, 2, 2],
+            "repeat": [0, 1, 2],
+            "output_throughput": [10.0, 20.0, 99.0],
+            "status": ["ok", "ok", "load_failed"],
+        }
+    )
     out = aggregate_repeats(frame)
     assert len(out) == 1
     assert out.loc[0, "output_throughput"] == 15.0 and out.loc[0, "repeats"] == 2 and out.loc[0, "point_id"] == "p0"

@@ -12,9 +12,21 @@ CTX = WorkloadContext(best_throughput=1000.0, largest_running=16.0, best_p99_ttf
 
 def row(**changes) -> dict:
     """A healthy point: best throughput, full batch, no queue, latencies at the workload's best."""
-    base = {"point_id": "p", "status": "ok", "output_throughput": 1000.0, "running_mean": 16.0, "waiting_mean": 0.0,
-            "p99_ttft_ms": 100.0, "p99_e2el_ms": 1000.0, "p99_tpot_ms": 10.0, "preemptions": 0.0,
-            "kv_usage_max": 0.6, "block_size": 128, "input_len": 100, "output_len": 28}
+    base = {
+        "point_id": "p",
+        "status": "ok",
+        "output_throughput": 1000.0,
+        "running_mean": 16.0,
+        "waiting_mean": 0.0,
+        "p99_ttft_ms": 100.0,
+        "p99_e2el_ms": 1000.0,
+        "p99_tpot_ms": 10.0,
+        "preemptions": 0.0,
+        "kv_usage_max": 0.6,
+        "block_size": 128,
+        "input_len": 100,
+        "output_len": 28,
+    }
     return {**base, **changes}
 
 
@@ -63,7 +75,9 @@ def test_preemptions_mean_kv_pressure_and_big_blocks_fragment():
     assert kinds(row(preemptions=3.0, output_len=30)) == [Bottleneck.KV_PRESSURE]
     # 60 + 20 = 80 tokens in one 256-block: 69% empty, under pressure -> fragmentation
     assert kinds(row(preemptions=1.0, block_size=256, input_len=60, output_len=20)) == [
-        Bottleneck.KV_PRESSURE, Bottleneck.BLOCK_FRAGMENTATION]
+        Bottleneck.KV_PRESSURE,
+        Bottleneck.BLOCK_FRAGMENTATION,
+    ]
     # the same waste with plenty of memory is not a problem
     assert kinds(row(block_size=256, input_len=60, output_len=20, kv_usage_max=0.3)) == [Bottleneck.HEALTHY]
 
@@ -75,38 +89,85 @@ def test_small_blocks_with_spare_memory_cost_overhead():
     assert kinds(row(block_size=64, kv_usage_max=0.2, output_throughput=600.0)) == [Bottleneck.HEALTHY]
     # a small batch already explains the low throughput
     assert kinds(row(block_size=32, kv_usage_max=0.2, output_throughput=600.0, running_mean=2.0)) == [
-        Bottleneck.BATCH_TOO_SMALL]
+        Bottleneck.BATCH_TOO_SMALL
+    ]
 
 
 def test_failed_points_carry_the_crash_fix():
-    r = {"point_id": "x", "status": "start_failed", "crash_kind": "block_size",
-         "crash_summary": "the attention backend cannot use the configured KV block size", "crash_fix": "use 32"}
+    r = {
+        "point_id": "x",
+        "status": "start_failed",
+        "crash_kind": "block_size",
+        "crash_summary": "the attention backend cannot use the configured KV block size",
+        "crash_fix": "use 32",
+    }
     [finding] = diagnose_point(r, None, {})
     assert finding.bottleneck is Bottleneck.START_FAILURE
     assert finding.evidence.startswith("[block_size]") and finding.fix == "use 32"
 
 
-@pytest.mark.parametrize(("tokens", "block", "waste"), [(80, 128, 0.375), (128, 128, 0.0), (129, 32, 1 - 129 / 160), (1, 256, 255 / 256)])
+@pytest.mark.parametrize(
+    ("tokens", "block", "waste"), [(80, 128, 0.375), (128, 128, 0.0), (129, 32, 1 - 129 / 160), (1, 256, 255 / 256)]
+)
 def test_block_waste(tokens, block, waste):
     assert block_waste(tokens, block) == pytest.approx(waste)
 
 
 def test_diagnose_table_uses_each_workloads_own_yardstick():
-    frame = pd.DataFrame([
-        # workload c=1: a is the best; b has a queue and 3x its TTFT
-        {"point_id": "a", "status": "ok", "concurrency": 1, "output_throughput": 100.0, "running_mean": 1.0,
-         "waiting_mean": 0.0, "p99_ttft_ms": 50.0, "p99_e2el_ms": 500.0, "preemptions": 0.0},
-        {"point_id": "b", "status": "ok", "concurrency": 1, "output_throughput": 95.0, "running_mean": 1.0,
-         "waiting_mean": 1.0, "p99_ttft_ms": 150.0, "p99_e2el_ms": 600.0, "preemptions": 0.0},
-        # workload c=8: c's numbers would be "low" against c=1's but are the best at c=8
-        {"point_id": "c", "status": "ok", "concurrency": 8, "output_throughput": 400.0, "running_mean": 8.0,
-         "waiting_mean": 0.0, "p99_ttft_ms": 500.0, "p99_e2el_ms": 3000.0, "preemptions": 0.0},
-        {"point_id": "d", "status": "start_failed", "concurrency": 8, "crash_kind": "kv_memory",
-         "crash_summary": "no memory", "crash_fix": "more KV"},
-    ])
+    frame = pd.DataFrame(
+        [
+            # workload c=1: a is the best; b has a queue and 3x its TTFT
+            {
+                "point_id": "a",
+                "status": "ok",
+                "concurrency": 1,
+                "output_throughput": 100.0,
+                "running_mean": 1.0,
+                "waiting_mean": 0.0,
+                "p99_ttft_ms": 50.0,
+                "p99_e2el_ms": 500.0,
+                "preemptions": 0.0,
+            },
+            {
+                "point_id": "b",
+                "status": "ok",
+                "concurrency": 1,
+                "output_throughput": 95.0,
+                "running_mean": 1.0,
+                "waiting_mean": 1.0,
+                "p99_ttft_ms": 150.0,
+                "p99_e2el_ms": 600.0,
+                "preemptions": 0.0,
+            },
+            # workload c=8: c's numbers would be "low" against c=1's but are the best at c=8
+            {
+                "point_id": "c",
+                "status": "ok",
+                "concurrency": 8,
+                "output_throughput": 400.0,
+                "running_mean": 8.0,
+                "waiting_mean": 0.0,
+                "p99_ttft_ms": 500.0,
+                "p99_e2el_ms": 3000.0,
+                "preemptions": 0.0,
+            },
+            {
+                "point_id": "d",
+                "status": "start_failed",
+                "concurrency": 8,
+                "crash_kind": "kv_memory",
+                "crash_summary": "no memory",
+                "crash_fix": "more KV",
+            },
+        ]
+    )
     out = diagnose(frame)
     assert out[["point_id", "bottleneck"]].values.tolist() == [
-        ["a", "healthy"], ["b", "queueing"], ["c", "healthy"], ["d", "start_failure"]]
+        ["a", "healthy"],
+        ["b", "queueing"],
+        ["c", "healthy"],
+        ["d", "start_failure"],
+    ]
 
 
 def test_thresholds_are_parameters():

@@ -24,8 +24,12 @@ SPEC = {
     "slo": {"p99_ttft_ms": 300},
 }
 # (max_num_seqs, concurrency) -> (output_throughput, p99_ttft_ms, running_mean, waiting_mean)
-MEASURED = {(2, 1): (40.0, 100.0, 1.0, 0.0), (2, 4): (60.0, 900.0, 2.0, 2.0),
-            (8, 1): (41.0, 110.0, 1.0, 0.0), (8, 4): (150.0, 250.0, 4.0, 0.0)}
+MEASURED = {
+    (2, 1): (40.0, 100.0, 1.0, 0.0),
+    (2, 4): (60.0, 900.0, 2.0, 2.0),
+    (8, 1): (41.0, 110.0, 1.0, 0.0),
+    (8, 4): (150.0, 250.0, 4.0, 0.0),
+}
 
 
 @pytest.fixture
@@ -37,28 +41,65 @@ def stored(tmp_path: Path):
     for p in expand(spec):
         seqs, conc = p.params_dict["max_num_seqs"], p.workload.concurrency
         tput, ttft, running, waiting = MEASURED[(seqs, conc)]
-        store.append(PointResult(
-            p.point_id, "r", p.server_key, p.params_dict,
-            {"input_len": 16, "output_len": 4, "num_prompts": 4, "concurrency": conc, "request_rate": None,
-             "prefix_ratio": 0.0, "seed": 0}, 0, PointStatus.OK,
-            summary={"output_throughput": tput, "p99_ttft_ms": ttft, "p50_ttft_ms": ttft / 2, "p99_e2el_ms": ttft + 500},
-            server_metrics={"running_mean": running, "waiting_mean": waiting, "preemptions": 0.0, "kv_usage_max": 0.1},
-            timings={"server_start_s": 30.0 if conc == 1 else 0.0, "warmup_s": 1.0, "load_s": 5.0,
-                     "wall_s": 37.0 if conc == 1 else 7.0, "overhead_s": 2.0},
-            latencies={"ttft_ms": [ttft / 2, ttft], "e2el_ms": [ttft + 400, ttft + 500]},
-        ))
+        store.append(
+            PointResult(
+                p.point_id,
+                "r",
+                p.server_key,
+                p.params_dict,
+                {
+                    "input_len": 16,
+                    "output_len": 4,
+                    "num_prompts": 4,
+                    "concurrency": conc,
+                    "request_rate": None,
+                    "prefix_ratio": 0.0,
+                    "seed": 0,
+                },
+                0,
+                PointStatus.OK,
+                summary={
+                    "output_throughput": tput,
+                    "p99_ttft_ms": ttft,
+                    "p50_ttft_ms": ttft / 2,
+                    "p99_e2el_ms": ttft + 500,
+                },
+                server_metrics={
+                    "running_mean": running,
+                    "waiting_mean": waiting,
+                    "preemptions": 0.0,
+                    "kv_usage_max": 0.1,
+                },
+                timings={
+                    "server_start_s": 30.0 if conc == 1 else 0.0,
+                    "warmup_s": 1.0,
+                    "load_s": 5.0,
+                    "wall_s": 37.0 if conc == 1 else 7.0,
+                    "overhead_s": 2.0,
+                },
+                latencies={"ttft_ms": [ttft / 2, ttft], "e2el_ms": [ttft + 400, ttft + 500]},
+            )
+        )
     return spec, store
 
 
 def test_report_tables(stored):
     spec, store = stored
     report = build_report(spec, store.read())
-    assert report.points["label"].tolist() == ["max_num_seqs=2 concurrency=1", "max_num_seqs=2 concurrency=4",
-                                               "max_num_seqs=8 concurrency=1", "max_num_seqs=8 concurrency=4"]
+    assert report.points["label"].tolist() == [
+        "max_num_seqs=2 concurrency=1",
+        "max_num_seqs=2 concurrency=4",
+        "max_num_seqs=8 concurrency=1",
+        "max_num_seqs=8 concurrency=4",
+    ]
     assert report.best["label"] == "max_num_seqs=8 concurrency=4"
     assert "best under the SLO {'p99_ttft_ms': 300.0}: max_num_seqs=8 concurrency=4" in report.best_text()
     labels = dict(zip(report.points["point_id"], report.points["label"], strict=True))
-    found = report.diagnosis.assign(label=report.diagnosis["point_id"].map(labels)).groupby("label")["bottleneck"].apply(list)
+    found = (
+        report.diagnosis.assign(label=report.diagnosis["point_id"].map(labels))
+        .groupby("label")["bottleneck"]
+        .apply(list)
+    )
     assert found.to_dict() == {
         "max_num_seqs=2 concurrency=1": ["healthy"],
         "max_num_seqs=2 concurrency=4": ["queueing"],  # p99 TTFT 900 > 300 ms SLO with 2 requests waiting
@@ -74,9 +115,16 @@ def test_html_report_has_tables_and_each_chart(stored, tmp_path):
     spec, store = stored
     path = write_html(build_report(spec, store.read()), tmp_path / "report.html")
     text = path.read_text()
-    for heading in ("Points", "Diagnosis", "Sensitivity", "Pareto front: throughput vs p99_ttft_ms",
-                    "Throughput vs p99 end-to-end latency", "max_num_seqs x concurrency", "Per-request ttft_ms",
-                    "Time per point"):
+    for heading in (
+        "Points",
+        "Diagnosis",
+        "Sensitivity",
+        "Pareto front: throughput vs p99_ttft_ms",
+        "Throughput vs p99 end-to-end latency",
+        "max_num_seqs x concurrency",
+        "Per-request ttft_ms",
+        "Time per point",
+    ):
         assert f"<h2>{heading}</h2>" in text, heading
     assert text.count("plotly.js v") == 1  # inlined once, offline-safe
 
@@ -91,7 +139,11 @@ def test_charts_are_figures_even_when_empty(stored):
     heat = charts.param_heatmap(report.configs, "max_num_seqs", "concurrency")
     assert heat.data[0].z.tolist() == [[40.0, 60.0], [41.0, 150.0]]
     empty = report.configs.iloc[0:0]
-    for figure in (charts.pareto_scatter(empty), charts.timing_bars(empty), charts.sensitivity_bars(report.sensitivity.iloc[0:0])):
+    for figure in (
+        charts.pareto_scatter(empty),
+        charts.timing_bars(empty),
+        charts.sensitivity_bars(report.sensitivity.iloc[0:0]),
+    ):
         assert isinstance(figure, go.Figure) and not figure.data
 
 

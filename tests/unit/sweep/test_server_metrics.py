@@ -47,15 +47,21 @@ def test_snapshot_fields():
 
 def test_summary_differences_counters_and_averages_gauges():
     before = snap(TEXT)
-    after_text = (TEXT.replace("_total{engine=\"0\",model_name=\"tiny\"} 1.0", "_total{engine=\"0\",model_name=\"tiny\"} 4.0")
-                  .replace("queries_total{engine=\"0\",model_name=\"tiny\"} 400.0", "queries_total{engine=\"0\",model_name=\"tiny\"} 600.0")
-                  .replace("hits_total{engine=\"0\",model_name=\"tiny\"} 100.0", "hits_total{engine=\"0\",model_name=\"tiny\"} 250.0")
-                  .replace("seconds_sum{engine=\"0\",model_name=\"tiny\"} 2.0", "seconds_sum{engine=\"0\",model_name=\"tiny\"} 3.0")
-                  .replace("seconds_count{engine=\"0\",model_name=\"tiny\"} 4.0", "seconds_count{engine=\"0\",model_name=\"tiny\"} 8.0")
-                  .replace("total_sum{engine=\"0\",model_name=\"tiny\"} 640.0", "total_sum{engine=\"0\",model_name=\"tiny\"} 1000.0")
-                  .replace("total_count{engine=\"0\",model_name=\"tiny\"} 32.0", "total_count{engine=\"0\",model_name=\"tiny\"} 50.0"))
-    during = [snap(TEXT.replace("running{engine=\"0\",model_name=\"tiny\"} 3.0", f"running{{engine=\"0\",model_name=\"tiny\"}} {r}"))
-              for r in (1.0, 4.0, 7.0)]
+    after_text = (
+        TEXT.replace('_total{engine="0",model_name="tiny"} 1.0', '_total{engine="0",model_name="tiny"} 4.0')
+        .replace(
+            'queries_total{engine="0",model_name="tiny"} 400.0', 'queries_total{engine="0",model_name="tiny"} 600.0'
+        )
+        .replace('hits_total{engine="0",model_name="tiny"} 100.0', 'hits_total{engine="0",model_name="tiny"} 250.0')
+        .replace('seconds_sum{engine="0",model_name="tiny"} 2.0', 'seconds_sum{engine="0",model_name="tiny"} 3.0')
+        .replace('seconds_count{engine="0",model_name="tiny"} 4.0', 'seconds_count{engine="0",model_name="tiny"} 8.0')
+        .replace('total_sum{engine="0",model_name="tiny"} 640.0', 'total_sum{engine="0",model_name="tiny"} 1000.0')
+        .replace('total_count{engine="0",model_name="tiny"} 32.0', 'total_count{engine="0",model_name="tiny"} 50.0')
+    )
+    during = [
+        snap(TEXT.replace('running{engine="0",model_name="tiny"} 3.0', f'running{{engine="0",model_name="tiny"}} {r}'))
+        for r in (1.0, 4.0, 7.0)
+    ]
     s = summarize_samples(before, during, snap(after_text))
     assert s["samples"] == 3
     assert (s["running_mean"], s["running_max"]) == (4.0, 7.0)
@@ -78,7 +84,14 @@ def test_names_match_the_installed_vllm():
         pytest.skip("vLLM not installed")
     source = (Path(spec.origin).parent / "v1" / "metrics" / "loggers.py").read_text()
     declared = set(re.findall(r'name="(vllm:[a-z_]+)"', source))
-    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-                 "vllm:num_preemptions", "vllm:prefix_cache_queries", "vllm:prefix_cache_hits",
-                 "vllm:request_queue_time_seconds", "vllm:iteration_tokens_total"):
+    for name in (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:num_preemptions",
+        "vllm:prefix_cache_queries",
+        "vllm:prefix_cache_hits",
+        "vllm:request_queue_time_seconds",
+        "vllm:iteration_tokens_total",
+    ):
         assert name in declared

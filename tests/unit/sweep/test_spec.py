@@ -63,8 +63,10 @@ def test_grid_times_workloads_times_repeats(tmp_path):
     assert len(points) == 4 * 2 * 2
     # grid order: the first key varies slowest; all points of one server are adjacent
     assert [dict(p.params) for p in points[::4]] == [
-        {"max_num_seqs": 2, "block_size": 32}, {"max_num_seqs": 2, "block_size": 64},
-        {"max_num_seqs": 8, "block_size": 32}, {"max_num_seqs": 8, "block_size": 64},
+        {"max_num_seqs": 2, "block_size": 32},
+        {"max_num_seqs": 2, "block_size": 64},
+        {"max_num_seqs": 8, "block_size": 32},
+        {"max_num_seqs": 8, "block_size": 64},
     ]
     assert [(p.workload.concurrency, p.repeat) for p in points[:4]] == [(1, 0), (1, 1), (4, 0), (4, 1)]
     assert len({p.point_id for p in points}) == 16
@@ -83,7 +85,10 @@ def test_ids_are_stable_and_depend_only_on_what_is_measured(tmp_path):
 
 def test_explicit_points_and_duplicates(tmp_path):
     data = with_changes(grid=None)
-    data["points"] = [{"max_num_seqs": 4, "kv_cache_memory_bytes": "512MiB"}, {"max_num_seqs": 4, "kv_cache_memory_bytes": 536870912}]
+    data["points"] = [
+        {"max_num_seqs": 4, "kv_cache_memory_bytes": "512MiB"},
+        {"max_num_seqs": 4, "kv_cache_memory_bytes": 536870912},
+    ]
     spec = load_sweep_spec(write(tmp_path, data))
     assert server_configs(spec) == [{"max_num_seqs": 4, "kv_cache_memory_bytes": 536870912}]
 
@@ -94,7 +99,11 @@ def test_request_rate_workloads():
     spec = WorkloadSpec(input_len=[8, 16], output_len=4, num_prompts=3, request_rate=[1.0, 2.5], concurrency=8)
     points = workload_points(spec)
     assert [(p.input_len, p.request_rate, p.concurrency) for p in points] == [
-        (8, 1.0, 8), (8, 2.5, 8), (16, 1.0, 8), (16, 2.5, 8)]
+        (8, 1.0, 8),
+        (8, 2.5, 8),
+        (16, 1.0, 8),
+        (16, 2.5, 8),
+    ]
     assert points[1].label == "in=8 out=4 rate=2.5/s"
     assert points[1].to_loadgen().request_rate == 2.5
 

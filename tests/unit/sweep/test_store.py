@@ -15,9 +15,16 @@ from workbench.sweep.store import PointResult, PointStatus, ResultStore, latenci
 
 def point(pid: str, throughput: float = 10.0, status: PointStatus = PointStatus.OK) -> PointResult:
     return PointResult(
-        point_id=pid, sweep="s", server_key="k", params={"max_num_seqs": 4},
-        workload={"input_len": 8, "output_len": 4, "concurrency": 2, "seed": 0}, repeat=0, status=status,
-        summary={"output_throughput": throughput}, latencies={"ttft_ms": [1.0, 2.0]}, server_pids=(11, 12),
+        point_id=pid,
+        sweep="s",
+        server_key="k",
+        params={"max_num_seqs": 4},
+        workload={"input_len": 8, "output_len": 4, "concurrency": 2, "seed": 0},
+        repeat=0,
+        status=status,
+        summary={"output_throughput": throughput},
+        latencies={"ttft_ms": [1.0, 2.0]},
+        server_pids=(11, 12),
     )
 
 

@@ -79,8 +79,12 @@ def test_rms_norm_variant_the_registry_does_not_cover_keeps_vllm_math():
 
 @pytest.mark.parametrize("forward", FORWARDS)
 @pytest.mark.parametrize(
-    "ours,theirs,op", [(AscendBackendSiluAndMul, SiluAndMul, "silu_and_mul"), (AscendBackendGELU, GELU, "gelu"),
-                       (AscendBackendGELUTanh, GELUTanh, "gelu_tanh")],
+    "ours,theirs,op",
+    [
+        (AscendBackendSiluAndMul, SiluAndMul, "silu_and_mul"),
+        (AscendBackendGELU, GELU, "gelu"),
+        (AscendBackendGELUTanh, GELUTanh, "gelu_tanh"),
+    ],
 )
 def test_activations_match_vllm(forward, ours, theirs, op):
     x = torch.randn(5, 3, 48)
@@ -92,8 +96,14 @@ def test_activations_match_vllm(forward, ours, theirs, op):
 @pytest.mark.parametrize("is_neox,rotary_dim", [(True, 32), (False, 32), (True, 16)])
 def test_rotary_matches_vllm_cpu_kernel_and_native(forward, is_neox, rotary_dim):
     torch.manual_seed(1)
-    args = dict(head_size=32, rotary_dim=rotary_dim, max_position_embeddings=256, base=10000.0,
-                is_neox_style=is_neox, dtype=torch.float32)
+    args = dict(
+        head_size=32,
+        rotary_dim=rotary_dim,
+        max_position_embeddings=256,
+        base=10000.0,
+        is_neox_style=is_neox,
+        dtype=torch.float32,
+    )
     ours, theirs = AscendBackendRotaryEmbedding(**args), RotaryEmbedding(**args)
     positions = torch.randint(0, 256, (9,))
     query, key = torch.randn(9, 4 * 32), torch.randn(9, 2 * 32)
@@ -139,7 +149,9 @@ def test_under_torch_compile_every_call_dispatches_and_faults_fire_per_call():
 
 def test_install_swaps_vllm_layers_by_class_name_and_keeps_the_custom_op_switch(overrides_removed):
     results = custom_ops.install_layer_overrides(frozenset())
-    assert {r.layer: r.status for r in results} == {o.layer: InstallStatus.INSTALLED for o in custom_ops.LAYER_OVERRIDES}
+    assert {r.layer: r.status for r in results} == {
+        o.layer: InstallStatus.INSTALLED for o in custom_ops.LAYER_OVERRIDES
+    }
     assert type(RMSNorm(8)) is AscendBackendRMSNorm and type(SiluAndMul()) is AscendBackendSiluAndMul
     assert AscendBackendRMSNorm.name == "rms_norm"  # so custom_ops=['-rms_norm'] still addresses it
     again = custom_ops.install_layer_overrides(frozenset())

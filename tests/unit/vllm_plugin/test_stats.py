@@ -94,7 +94,7 @@ import ascend_backend
 from ascend_backend.registry import REGISTRY
 from ascend_backend.vllm_plugin.stats import StatsFileWriter
 from tests.unit.vllm_plugin.test_stats import _child_calls_twice
-writer = StatsFileWriter({str(tmp_path / 'fork')!r}, interval_s=60).start()  # no periodic write in time
+writer = StatsFileWriter({str(tmp_path / "fork")!r}, interval_s=60).start()  # no periodic write in time
 REGISTRY.dispatch("silu_and_mul", "cpu", torch.ones(2, 4))  # the parent's own call
 child = multiprocessing.get_context("fork").Process(target=_child_calls_twice)
 child.start(); child.join()

