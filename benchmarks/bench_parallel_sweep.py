@@ -1,6 +1,6 @@
 """The same tiny-model sweep serially, with `--parallel 2` and through a local Ray cluster: wall time and throughput.
 
-    flock /tmp/wb-heavy.lock .venv/bin/python benchmarks/bench_parallel_sweep.py [--spec cpu-tiny] [--groups 2]
+    .venv/bin/python benchmarks/bench_parallel_sweep.py [--spec cpu-tiny] [--groups 2]
 
 Each mode measures every point of the spec into a fresh directory (so each starts every server):
 serial (one server at a time on all cores), parallel (one server per device group; on this 2-core
