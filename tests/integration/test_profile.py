@@ -11,6 +11,7 @@ server process behind.
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,13 @@ from workbench.sweep import build_report, load_sweep_spec, run_sweep
 
 pytestmark = pytest.mark.integration
 
+# Each test marks its own servers: the session's shared tiny server carries the session marker and is
+# still up while these run.
+CASE_VAR = "ASCEND_WORKBENCH_TEST_CASE"
 
-def test_tp1_profile_per_sweep_point(tmp_path: Path, server_env: dict[str, str], session_marker: str):
+
+def test_tp1_profile_per_sweep_point(tmp_path: Path, server_env: dict[str, str]):
+    case = uuid.uuid4().hex
     spec_path = tmp_path / "prof.yaml"
     spec_path.write_text(
         yaml.safe_dump(
@@ -44,8 +50,8 @@ def test_tp1_profile_per_sweep_point(tmp_path: Path, server_env: dict[str, str],
         )
     )
     spec = load_sweep_spec(spec_path)
-    outcome = run_sweep(spec, tmp_path / "out", progress=False, extra_env=server_env)
-    assert processes_with_marker(session_marker) == []  # the sweep's server is gone
+    outcome = run_sweep(spec, tmp_path / "out", progress=False, extra_env={**server_env, CASE_VAR: case})
+    assert processes_with_marker(case, CASE_VAR) == []  # the sweep's server is gone
     (point,) = outcome.results
     assert point.status.value == "ok", point.crash
     profile = point.profile
@@ -64,7 +70,7 @@ def test_tp1_profile_per_sweep_point(tmp_path: Path, server_env: dict[str, str],
 
 
 def test_tp2_capture_through_the_cli(tmp_path: Path, session_marker: str, capsys):
-    out = tmp_path / "tp2"
+    out, case = tmp_path / "tp2", uuid.uuid4().hex
     code = main(
         [
             "profile",
@@ -87,11 +93,13 @@ def test_tp2_capture_through_the_cli(tmp_path: Path, session_marker: str, capsys
             "--no-progress",
             "--env",
             f"{MARKER_VAR}={session_marker}",
+            "--env",
+            f"{CASE_VAR}={case}",
         ]
     )
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert processes_with_marker(session_marker) == []  # `profile` never leaves a server running
+    assert processes_with_marker(case, CASE_VAR) == []  # `profile` never leaves a server running
     assert "mapping: CPU" in printed and "verdicts:" in printed
     record = json.loads((tmp_path / "tp2.json").read_text())
     profile = Profile.from_dict(record["profile"])
