@@ -20,7 +20,7 @@ def test_run_reports_the_failing_notebook_and_cell(tmp_path, capsys):
     bad = by_name["1_bad.ipynb"]
     assert (
         bad["ok"] is False and bad["failed_cell"] == 2
-    )  # markdown 0, parameters 1, failing cell 2 (as in the source notebook)
+    )  # markdown 0, parameters 1, failing cell 2 (as in the notebook under test)
     assert "broken with value=21" in bad["error"]
     for name in ("0_good.ipynb", "0_good.html", "1_bad.ipynb", "1_bad.html", "index.html"):
         assert (run_dir / name).is_file(), name

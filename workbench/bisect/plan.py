@@ -51,7 +51,7 @@ class FeatureSpec(Frozen):
             raise ValueError(f"feature {self.name!r}: supported: false needs an unsupported_reason")
         if bool(self.forced_by) != bool(self.forced_reason):
             raise ValueError(
-                f"feature {self.name!r}: forced_by and forced_reason go together (the source line and what it does)"
+                f"feature {self.name!r}: forced_by and forced_reason go together (the vllm-ascend file and tag that forces it, and what it does)"
             )
         return self
 
