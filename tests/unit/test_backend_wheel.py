@@ -71,8 +71,8 @@ def test_backend_wheel_installs_and_runs_with_torch_alone(tmp_path):
     # The same torch as this environment (the local CPU wheel where there is one), then the backend.
     torch_spec = f"torch=={torch_version.split('+')[0]}"
     find_links = ["--find-links", str(TORCH_WHEELS)] if TORCH_WHEELS.is_dir() else []
-    _run([python, "-m", "pip", "install", "--quiet", *find_links, torch_spec])
-    _run([python, "-m", "pip", "install", "--quiet", *find_links, str(wheel)])
+    _run([python, "-m", "pip", "install", "--quiet", "--no-compile", *find_links, torch_spec])
+    _run([python, "-m", "pip", "install", "--quiet", "--no-compile", *find_links, str(wheel)])
 
     report = json.loads(_run([python, "-c", PROBE], cwd=tmp_path))
     assert report["max_err"] < 1e-5
