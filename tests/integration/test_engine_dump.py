@@ -7,6 +7,8 @@ Two tiny-model engines (float32, eager), started through the CLI as a user would
   fault   the same with ASCEND_BACKEND_FAULT=rms_norm:nan:call=N (the registry's fault switch) breaking
           one RMSNorm call inside the engine: compare-dumps must name that layer's norm, in the step the
           call falls in, as the first divergence and the NaN origin.
+And, marked `long` (`make test-long`), SmolLM2 served in float32 (the cpu-smollm2 recipe with
+`--dtype float32`) against its golden dump: 30 layers and a residual stream that reaches ~22,500.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ FAULT_CALL = 2
 FAULT_STEP = 1
 
 
-def dump_with_cli(out: Path, reference: Path | None, server_env: dict[str, str], *extra: str) -> None:
-    argv = ["dump", "--recipe", "cpu-tiny", "--prompt", PROMPT, "--steps", str(STEPS), "--out", str(out),
+def dump_with_cli(
+    out: Path, reference: Path | None, server_env: dict[str, str], *extra: str, recipe: str = "cpu-tiny"
+) -> None:
+    argv = ["dump", "--recipe", recipe, "--prompt", PROMPT, "--steps", str(STEPS), "--out", str(out),
             "--no-progress", *[f"--env={k}={v}" for k, v in server_env.items()], *extra]  # fmt: skip
     if reference is not None:
         argv += ["--reference", str(reference)]
@@ -86,3 +90,28 @@ def test_a_nan_fault_inside_the_engine_is_found_at_its_layer_and_step(dumps):
     # after the NaN step the engine generated other tokens than the golden run: those steps are named, not compared
     assert all(r["step"] <= FAULT_STEP for r in report["rows"])
     assert any(note.startswith(f"step {FAULT_STEP + 1} not compared") for note in s["mapping"])
+
+
+@pytest.mark.long
+def test_smollm2_float32_engine_dump_agrees_with_its_golden_dump(tmp_path, server_env, log_dir, monkeypatch):
+    monkeypatch.setenv("ASCEND_WORKBENCH_RUNS", str(log_dir.parent / "runs"))
+    engine, golden = tmp_path / "engine", tmp_path / "golden"
+    dump_with_cli(engine, golden, server_env, "--server-arg=--dtype", "--server-arg=float32", recipe="cpu-smollm2")
+    report = compare_with_cli(engine, golden, tmp_path / "smollm2.json")
+    s, rows = report["summary"], report["rows"]
+    # per step: embed; per layer: 2 norms, q/k/v and gate/up split, o_proj, self_attn, down_proj, mlp, the layer
+    # sum (12); the final norm; the logits
+    assert s["compared"] == len(rows) == STEPS * (1 + 30 * 12 + 1 + 1)
+    assert s["nan_origin"] is None and s["engine_nan_origin"] is None
+    # float32 against float32 (measured: lowest cosine 1 - 4.3e-11; the largest error against the tensor's
+    # own range 1.05e-5, at the last layer's o_proj in the last step)
+    assert min(r["cosine"] for r in rows) > 1 - 1e-8
+    for r in rows:
+        scale = max(abs(r["reference_max"]), abs(r["reference_min"]), 1.0)
+        assert r["max_abs_err"] < 1e-4 * scale, (r["key"], r["max_abs_err"], scale)
+    # msprobe's strict float32 rule (99.9% of elements within 0.1% relative) fails on some prefill rows of the
+    # residual path (down_proj, mlp, layer sums), where SmolLM2's massive activation (~22,500) sits beside
+    # near-zero elements: summation-order noise, measured at worst 1.0% of elements beyond 0.1% and 0.5%
+    # beyond 0.5% over two prompts. A real divergence moves far more.
+    assert min(r["one_thousandth_ratio"] for r in rows) > 0.98
+    assert min(r["five_thousandth_ratio"] for r in rows) > 0.99
