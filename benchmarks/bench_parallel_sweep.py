@@ -38,6 +38,15 @@ def _run(spec, out: Path, execution):
     return outcome
 
 
+def _breakdown(outcome) -> str:
+    """Where a mode's time went, summed over its points: server starts, warm-ups, loads, the rest."""
+    sums = {
+        key: sum(r.timings.get(key, 0.0) for r in outcome.results) for key in ("server_start_s", "warmup_s", "load_s")
+    }
+    rest = sum(r.timings.get("wall_s", 0.0) for r in outcome.results) - sum(sums.values())
+    return "  ".join(f"{k.removesuffix('_s')} {v:6.1f}" for k, v in sums.items()) + f"  other {rest:6.1f}"
+
+
 def _throughputs(outcome) -> dict[str, float]:
     return {r.point_id: r.summary["output_throughput"] for r in outcome.results}
 
@@ -83,6 +92,9 @@ def main() -> int:
             f"{name:10s} {outcome.wall_s:8.1f} {outcome.wall_s / serial.wall_s:8.2f} "
             f"{outcome.wall_s / parallel.wall_s:10.2f}"
         )
+    print("\nseconds summed over each mode's points (server starts overlap in parallel and Ray):")
+    for name, outcome in (("serial", serial), ("parallel", parallel), ("ray", on_ray)):
+        print(f"  {name:10s} {_breakdown(outcome)}")
     print(
         f"(local Ray cluster start, not in the Ray wall time: {ray_start_s:.1f} s; "
         f"with it: {(on_ray.wall_s + ray_start_s) / parallel.wall_s:.2f} x parallel)"
