@@ -23,8 +23,9 @@ if [ $# -gt 0 ]; then
     exec "${PYTEST[@]}" "$@"
 fi
 
-# Balanced by measured durations (fresh clone, 1 Dec: notebook run 28 min, browser 3.4, parallel sweeps 9;
-# the other integration modules 34 min together). The notebook run is the longest single piece.
+# Balanced by measured durations (fresh clone, 2 Dec: notebook run 28 min, browser 3.2, parallel sweeps 9;
+# the other integration modules 39 min together). The notebook run is the longest single piece. The
+# machine stays 96-100% busy while both sessions run: the suite is CPU-bound, so only less work shortens it.
 NOTEBOOK_SIDE=(tests/integration/test_parallel_sweep.py)
 SERVER_SIDE=()
 for f in tests/integration/test_*.py; do
