@@ -33,9 +33,15 @@ STEPS = 4  # the prefill, then three decode steps
 # forward before the first request, so call N is step N-1: call 4 is the last step.
 FAULT_CALL = 4
 FAULT_STEP = 3
-# per step: embed; per layer: 2 norms, q/k/v and gate/up split, o_proj, self_attn, down_proj, mlp, the layer
-# sum (12); the final norm; the logits
-ROWS_PER_STEP = 1 + 4 * 12 + 1 + 1
+
+
+def rows_per_step(layers: int) -> int:
+    """Compared rows of one step: the embedding; per layer 2 norms, q/k/v and gate/up split, o_proj,
+    self_attn, down_proj, mlp and the layer sum (12); the final norm; the logits."""
+    return 1 + layers * 12 + 1 + 1
+
+
+ROWS_PER_STEP = rows_per_step(4)  # the tiny model
 
 
 def dump_with_cli(
@@ -103,9 +109,7 @@ def test_smollm2_float32_engine_dump_agrees_with_its_golden_dump(tmp_path, serve
     dump_with_cli(engine, golden, server_env, "--server-arg=--dtype", "--server-arg=float32", recipe="cpu-smollm2")
     report = compare_with_cli(engine, golden, tmp_path / "smollm2.json")
     s, rows = report["summary"], report["rows"]
-    # per step: embed; per layer: 2 norms, q/k/v and gate/up split, o_proj, self_attn, down_proj, mlp, the layer
-    # sum (12); the final norm; the logits
-    assert s["compared"] == len(rows) == STEPS * (1 + 30 * 12 + 1 + 1)
+    assert s["compared"] == len(rows) == STEPS * rows_per_step(30)
     assert s["nan_origin"] is None and s["engine_nan_origin"] is None
     # float32 against float32 (measured: lowest cosine 1 - 4.3e-11; the largest error against the tensor's
     # own range 1.05e-5, at the last layer's o_proj in the last step)

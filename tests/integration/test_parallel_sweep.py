@@ -58,37 +58,24 @@ def write_spec(tmp_path: Path, name: str, **changes) -> Path:
     return path
 
 
+def _row(point_id, server_key, params: dict, repeat, status: str, completed, failed, tokens) -> tuple:
+    return (point_id, server_key, tuple(sorted(params.items())), repeat, status, completed, failed, tokens)
+
+
 def content(results) -> list[tuple]:
     """What must not depend on how the sweep ran: ids, params, statuses, request and token counts."""
     return sorted(
-        (
-            r.point_id,
-            r.server_key,
-            tuple(sorted(r.params.items())),
-            r.repeat,
-            r.status.value,
-            r.summary.get("completed"),
-            r.summary.get("failed"),
-            r.summary.get("total_output_tokens"),
-        )
+        _row(r.point_id, r.server_key, r.params, r.repeat, r.status.value, r.summary.get("completed"),
+             r.summary.get("failed"), r.summary.get("total_output_tokens"))
         for r in results
-    )
+    )  # fmt: skip
 
 
 def expected_content(spec) -> list[tuple]:
     """content() of a sweep whose every point completed all its requests, from the spec alone."""
     requests, tokens = WORKLOAD["num_prompts"], WORKLOAD["num_prompts"] * WORKLOAD["output_len"]
     return sorted(
-        (
-            p.point_id,
-            p.server_key,
-            tuple(sorted(p.params_dict.items())),
-            p.repeat,
-            PointStatus.OK.value,
-            requests,
-            0,
-            tokens,
-        )
+        _row(p.point_id, p.server_key, p.params_dict, p.repeat, PointStatus.OK.value, requests, 0, tokens)
         for p in expand(spec)
     )
 

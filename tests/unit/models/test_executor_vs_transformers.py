@@ -85,7 +85,8 @@ def test_batch_with_shared_prefix_hits_the_cache_and_matches(pair):
 
 def test_long_prompt_spans_several_blocks(pair):
     name, hf, tokenizer, executor = pair
-    ids, n = tokenizer(" ".join(f"item {i} is {i * 7 % 13}." for i in range(40)))["input_ids"][:150], NEW_TOKENS[name]
+    ids = tokenizer(" ".join(f"item {i} is {i * 7 % 13}." for i in range(40)))["input_ids"][:150]
+    n = NEW_TOKENS[name]
     assert len(ids) > 4 * executor.block_size
     (result,) = executor.generate([ids], SamplingParams(max_tokens=n, stop_at_eos=False))
     assert list(result.token_ids) == hf_greedy(hf, ids, n)
