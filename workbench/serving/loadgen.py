@@ -576,9 +576,16 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     return box["value"]
 
 
+# transformers resolves its top-level names lazily, and two threads doing the first
+# `from transformers import AutoTokenizer` at once can see the name missing (ImportError): seen when
+# `sweep --parallel 2` measured its first two points at the same moment in a fresh process.
+_TRANSFORMERS_IMPORT = threading.Lock()
+
+
 def load_tokenizer(model_dir: str | Path) -> Any:
     """The model's own tokenizer (transformers.AutoTokenizer on the local model directory)."""
-    from transformers import AutoTokenizer
+    with _TRANSFORMERS_IMPORT:
+        from transformers import AutoTokenizer
 
     path = Path(model_dir)
     if not (path / "tokenizer_config.json").exists() and not (path / "tokenizer.json").exists():

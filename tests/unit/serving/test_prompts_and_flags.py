@@ -97,3 +97,42 @@ def test_sigterm_becomes_keyboard_interrupt_so_launched_servers_are_stopped():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # the handler raises here, at once
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+FIRST_LOAD_IN_TWO_THREADS = """
+import sys, threading
+from workbench.serving.loadgen import load_tokenizer
+barrier, errors = threading.Barrier(2), []
+def load():
+    barrier.wait()
+    try:
+        load_tokenizer(sys.argv[1])
+    except Exception as error:
+        errors.append(repr(error))
+threads = [threading.Thread(target=load) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(errors)
+"""
+
+
+@pytest.mark.slow
+def test_two_threads_loading_the_first_tokenizer_at_once_both_get_it():
+    """`sweep --parallel 2` measures its first points at the same moment; without a lock around the first
+    `from transformers import AutoTokenizer`, one thread in about three failed here with ImportError
+    (transformers' lazy names), so several fresh processes are tried."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from workbench.embedded_models import prepare
+
+    model = str(prepare("tiny"))
+    trials = [
+        subprocess.Popen([sys.executable, "-c", FIRST_LOAD_IN_TWO_THREADS, model], cwd=REPO_ROOT, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        for _ in range(4)
+    ]  # fmt: skip
+    assert [t.communicate(timeout=300)[0].strip() for t in trials] == ["[]"] * 4
