@@ -15,8 +15,9 @@ WANT=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 
 # The browser tests drive the distribution's Chromium through Playwright (Playwright's own browser
 # download cannot work offline). Install it where we can (root with apt); elsewhere the tier skips
-# and says why.
-if ! command -v chromium >/dev/null 2>&1; then
+# and says why. apt runs in the background, beside pip (which keeps one core busy at most).
+install_chromium() {
+  command -v chromium >/dev/null 2>&1 && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing Chromium for the browser tests (apt-get install chromium)"
     if ! { apt-get install -y --no-install-recommends chromium >/tmp/ascend-workbench-apt.log 2>&1 ||
@@ -27,7 +28,10 @@ if ! command -v chromium >/dev/null 2>&1; then
   else
     echo "setup: no Chromium, and installing it needs root and apt; the browser tests will skip"
   fi
-fi
+}
+install_chromium &
+CHROMIUM_PID=$!
+trap 'wait $CHROMIUM_PID 2>/dev/null || true' EXIT
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/ascend-workbench" ]; then
   echo "setup: .venv is up to date"
