@@ -2,8 +2,8 @@
 
 Notebook 08 captures the tiny model at TP=1 and TP=2 and notebook 10 serves the float and the W8A8
 SmolLM2 from their recipes: the servers the integration tier would otherwise start a second time for
-the same checks (each ~75 s or more on two cores). The integration tier keeps what the notebooks do not
-reach: the profiled sweep point, the CLI's flags, the bisect, the regress gate.
+the same checks (each ~75 s or more on two cores). The integration tier keeps the live checks the notebooks
+do not make (the profiled sweep point among them); `profile --recipe`'s flags are checked in the unit tier.
 """
 
 from __future__ import annotations
