@@ -23,11 +23,12 @@ if [ $# -gt 0 ]; then
     exec "${PYTEST[@]}" "$@"
 fi
 
-# Balanced by measured durations (fresh clone, 2 Dec, 44 min 19 s in all: set-up 264 s, unit tier 392 s; the
-# notebook run 1645 s and the browser tier ~3 min against the integration modules' 30 min, the Ray sweep 170 s
-# of them). The notebook run is the longest single piece. The machine stays ~95% busy while both sessions
-# run: the suite is CPU-bound, so only less work shortens it (what the notebooks already do on real servers,
-# tests/notebooks/test_notebook_results.py checks from their files).
+# Balanced by measured durations (fresh clone, 2 Dec, 42 min 20 s in all: set-up 236 s, unit tier 356 s, then
+# the notebooks session 1749 s (the notebook run ~1650 s of it, the browser tier ~3 min) beside the servers
+# session 1942 s (every integration module, the Ray sweep 284 s of it). The notebook run is the longest single
+# piece. The machine stays ~95% busy while both sessions run: the suite is CPU-bound, so only less work
+# shortens it (what the notebooks already do on real servers, tests/notebooks/test_notebook_results.py checks
+# from their files).
 NOTEBOOK_SIDE=()
 SERVER_SIDE=()
 for f in tests/integration/test_*.py; do
