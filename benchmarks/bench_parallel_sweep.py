@@ -104,14 +104,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-parallel-sweep-") as tmp:
         root = Path(tmp)
         serial = _run(spec, root / "serial", Execution())
+        runs = {"parallel": lambda out: _run(spec, out, Execution(parallel=args.groups)), "ray": run_on_ray}
         for index in range(args.rounds):
-            parallel_out = root / f"parallel-{index}"
-            if index % 2 == 0:
-                parallel = _run(spec, parallel_out, Execution(parallel=args.groups))
-                on_ray, ray_start_s = run_on_ray(root / f"ray-{index}")
-            else:
-                on_ray, ray_start_s = run_on_ray(root / f"ray-{index}")
-                parallel = _run(spec, parallel_out, Execution(parallel=args.groups))
+            order = list(runs) if index % 2 == 0 else list(reversed(runs))
+            done = {mode: runs[mode](root / f"{mode}-{index}") for mode in order}
+            parallel, (on_ray, ray_start_s) = done["parallel"], done["ray"]
             rounds.append((parallel, on_ray, ray_start_s))
             print(f"round {index}: parallel {parallel.wall_s:.1f} s, ray {on_ray.wall_s:.1f} s", flush=True)
         labels = build_report(spec, serial.results).points.set_index("point_id")["label"]

@@ -17,6 +17,9 @@ from workbench.recipes import ServingRecipe, load_serving_recipe
 from workbench.serving.server import Server, launch
 
 MARKER_VAR = "ASCEND_WORKBENCH_TEST_SESSION"
+# A test's own servers carry a case marker too, so it can wait for exactly them while the session's shared
+# tiny server (carrying only the session's) is up beside them.
+CASE_VAR = "ASCEND_WORKBENCH_TEST_CASE"
 
 
 def processes_with_marker(marker: str, variable: str = MARKER_VAR) -> list[int]:

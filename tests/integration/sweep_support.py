@@ -6,34 +6,42 @@ on placements and leftover processes.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
-from tests.integration.conftest import processes_with_marker
-from workbench.sweep import PointStatus, expand
+from tests.integration.conftest import CASE_VAR, processes_with_marker
+from workbench.sweep import PointStatus, SweepSpec, expand, load_sweep_spec
+
+MARKS = [
+    pytest.mark.integration,
+    pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two device groups need two cores"),
+]
 
 # 16 one-at-a-time requests of 32 tokens: a point lasts long enough that a kill sent when a
 # configuration's first point arrives lands during its second
 WORKLOAD = {"input_len": 16, "output_len": 32, "num_prompts": 16, "concurrency": [1], "warmup_requests": 1}
 
 
-def write_spec(tmp_path: Path, name: str, **changes) -> Path:
+def new_sweep(tmp_path: Path, server_env: dict[str, str]) -> tuple[SweepSpec, dict[str, str]]:
+    """The shared spec, written under `tmp_path`, and the session's server variables plus a new case marker
+    (`wait_gone(env)` waits for exactly this sweep's processes)."""
     data = {
-        "name": name,
+        "name": "par",
         "base": str(REPO_ROOT / "recipes" / "serving" / "cpu-tiny.yaml"),
         "grid": {"max_num_seqs": [2, 4], "kv_cache_memory_bytes": ["256MiB"]},
         "workload": WORKLOAD,
         "repeats": 2,
         "slo": {"p99_ttft_ms": 60000, "p99_e2el_ms": 120000},
-        **changes,
     }
-    path = tmp_path / f"{name}.yaml"
+    path = tmp_path / "par.yaml"
     path.write_text(yaml.safe_dump(data))
-    return path
+    return load_sweep_spec(path), {**server_env, CASE_VAR: uuid.uuid4().hex}
 
 
 def _row(point_id, server_key, params: dict, repeat, status: str, completed, failed, tokens) -> tuple:
@@ -69,16 +77,6 @@ def cluster_processes() -> set[int]:
         if name in ("raylet", "gcs_server"):
             found.add(int(entry.name))
     return found
-
-
-# Each sweep's servers carry their own marker: the session's shared tiny server (carrying the session's)
-# may be up beside them.
-CASE_VAR = "ASCEND_WORKBENCH_TEST_CASE"
-
-
-def case_env(server_env: dict[str, str]) -> dict[str, str]:
-    """The session's server variables plus a new case marker (`wait_gone(env)` waits for its processes)."""
-    return {**server_env, CASE_VAR: uuid.uuid4().hex}
 
 
 def wait_gone(env: dict[str, str], timeout_s: float = 40.0) -> list[int]:

@@ -10,30 +10,23 @@ test_ray_sweep.py; the speed comparison with a serial sweep is benchmarks/bench_
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
 from tests.integration.sweep_support import (
-    case_env,
+    MARKS,
     content,
     expected_content,
+    new_sweep,
     points_beside_the_other_group,
     side_by_side_ok,
     wait_gone,
-    write_spec,
 )
-from workbench.sweep import build_report, expand, load_sweep_spec, run_sweep
+from workbench.sweep import build_report, expand, run_sweep
 from workbench.sweep.runner import Execution
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two device groups need two cores"),
-]
+pytestmark = MARKS
 
 
 def test_two_groups_of_one_core_measure_every_point_and_resume(server_env, tmp_path):
-    spec, env = load_sweep_spec(write_spec(tmp_path, "par")), case_env(server_env)
+    spec, env = new_sweep(tmp_path, server_env)
     outcome = run_sweep(spec, tmp_path / "par", progress=False, extra_env=env, execution=Execution(parallel=2))
     assert outcome.missing == ()
     assert content(outcome.results) == expected_content(spec)

@@ -17,15 +17,11 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
-from tests.integration.conftest import processes_with_marker
+from tests.integration.conftest import CASE_VAR, processes_with_marker
 from workbench.profiling.model import Profile
 from workbench.sweep import build_report, load_sweep_spec, run_sweep
 
 pytestmark = pytest.mark.integration
-
-# Each test marks its own servers: the session's shared tiny server carries the session marker and is
-# still up while these run.
-CASE_VAR = "ASCEND_WORKBENCH_TEST_CASE"
 
 
 def test_tp1_profile_per_sweep_point(tmp_path: Path, server_env: dict[str, str]):

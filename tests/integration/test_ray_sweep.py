@@ -16,22 +16,19 @@ import time
 import pytest
 
 from tests.integration.sweep_support import (
-    case_env,
+    MARKS,
     cluster_processes,
     content,
     expected_content,
+    new_sweep,
     side_by_side_ok,
     wait_gone,
-    write_spec,
 )
-from workbench.sweep import PointStatus, expand, load_sweep_spec, run_sweep
+from workbench.sweep import PointStatus, expand, run_sweep
 from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE
 from workbench.sweep.runner import Execution
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two device groups need two cores"),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +56,7 @@ def ray_session():
 def test_on_ray_the_spec_runs_a_killed_server_is_recorded_and_a_killed_worker_retried(
     server_env, ray_session, tmp_path
 ):
-    spec, env = load_sweep_spec(write_spec(tmp_path, "par")), case_env(server_env)
+    spec, env = new_sweep(tmp_path, server_env)
     points = expand(spec)
     victim_server, victim_worker = points[0].server_key, points[2].server_key
     assert victim_server != victim_worker

@@ -12,13 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.integration.conftest import processes_with_marker
+from tests.integration.conftest import CASE_VAR, processes_with_marker
 from workbench.serving.crash import CrashKind, ServerFailure
 from workbench.serving.loadgen import Workload, run_load
 from workbench.serving.server import launch, live_processes
 
 pytestmark = pytest.mark.integration
-CASE_VAR = "ASCEND_WORKBENCH_TEST_CASE"
 
 
 def test_started_server_is_healthy_and_serves_the_recipe_model(tiny_server):
