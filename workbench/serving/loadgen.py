@@ -31,9 +31,11 @@ C and is what `vllm bench serve` uses; token chunks are also recognised here wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -582,11 +584,32 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
 _TRANSFORMERS_IMPORT = threading.Lock()
 
 
-def load_tokenizer(model_dir: str | Path) -> Any:
-    """The model's own tokenizer (transformers.AutoTokenizer on the local model directory)."""
+def _auto_tokenizer() -> Any:
     with _TRANSFORMERS_IMPORT:
         from transformers import AutoTokenizer
+    return AutoTokenizer
 
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # load_tokenizer imports again and raises what went wrong
+        _auto_tokenizer()
+
+
+def import_tokenizer_library_in_background() -> None:
+    """Start importing transformers' AutoTokenizer in a daemon thread and return at once.
+
+    The first import in a process takes ~10 s of CPU here (transformers pulls in torch, and
+    scikit-learn when it is installed). A sweep needs the tokenizer only once its server is up, so
+    it starts this before the server and the import overlaps the start instead of following it;
+    `load_tokenizer` then waits for it under the same lock. A no-op once transformers is imported.
+    """
+    if "transformers.models.auto.tokenization_auto" not in sys.modules:
+        threading.Thread(target=_import_quietly, name="workbench-import-transformers", daemon=True).start()
+
+
+def load_tokenizer(model_dir: str | Path) -> Any:
+    """The model's own tokenizer (transformers.AutoTokenizer on the local model directory)."""
+    AutoTokenizer = _auto_tokenizer()  # noqa: N806 (the class, under its own name)
     path = Path(model_dir)
     if not (path / "tokenizer_config.json").exists() and not (path / "tokenizer.json").exists():
         raise WorkbenchError(

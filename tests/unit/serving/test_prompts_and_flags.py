@@ -100,13 +100,21 @@ def test_sigterm_becomes_keyboard_interrupt_so_launched_servers_are_stopped():
 
 
 FIRST_LOAD_IN_TWO_THREADS = """
-import sys, threading
-from workbench.serving.loadgen import load_tokenizer
+import sys, threading, time
+from workbench.serving import loadgen
+AUTO = "transformers.models.auto.tokenization_auto"
+began = AUTO in sys.modules
+if sys.argv[2] == "prefetch":  # as a sweep does: the import starts in the background with the server start
+    loadgen.import_tokenizer_library_in_background()
+    deadline = time.monotonic() + 60
+    while AUTO not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.05)  # nobody but the background thread imports it
+imported_before_loading = AUTO in sys.modules
 barrier, errors = threading.Barrier(2), []
 def load():
     barrier.wait()
     try:
-        load_tokenizer(sys.argv[1])
+        loadgen.load_tokenizer(sys.argv[1])
     except Exception as error:
         errors.append(repr(error))
 threads = [threading.Thread(target=load) for _ in range(2)]
@@ -114,7 +122,7 @@ for t in threads:
     t.start()
 for t in threads:
     t.join()
-print(errors)
+print([began, imported_before_loading, errors])
 """
 
 
@@ -122,7 +130,8 @@ print(errors)
 def test_two_threads_loading_the_first_tokenizer_at_once_both_get_it():
     """`sweep --parallel 2` measures its first points at the same moment; without a lock around the first
     `from transformers import AutoTokenizer`, one thread in about three failed here with ImportError
-    (transformers' lazy names), so several fresh processes are tried."""
+    (transformers' lazy names), so several fresh processes are tried. Two of them first start the
+    background import a sweep starts with each server, which the two loads then meet half done."""
     import subprocess
     import sys
 
@@ -130,9 +139,11 @@ def test_two_threads_loading_the_first_tokenizer_at_once_both_get_it():
     from workbench.embedded_models import prepare
 
     model = str(prepare("tiny"))
+    modes = ["plain"] * 3 + ["prefetch"] * 2
     trials = [
-        subprocess.Popen([sys.executable, "-c", FIRST_LOAD_IN_TWO_THREADS, model], cwd=REPO_ROOT, text=True,
+        subprocess.Popen([sys.executable, "-c", FIRST_LOAD_IN_TWO_THREADS, model, mode], cwd=REPO_ROOT, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        for _ in range(4)
+        for mode in modes
     ]  # fmt: skip
-    assert [t.communicate(timeout=300)[0].strip() for t in trials] == ["[]"] * 4
+    expected = [f"[False, {mode == 'prefetch'}, []]" for mode in modes]  # no error in any thread
+    assert [t.communicate(timeout=300)[0].strip() for t in trials] == expected
