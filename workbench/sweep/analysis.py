@@ -146,7 +146,7 @@ def sensitivity(frame: pd.DataFrame, metric: str = THROUGHPUT, factors: Sequence
 
 
 def overhead_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per point: wall time, server start, load time and the sweep's own overhead (seconds)."""
+    """Per point: wall time, server start, prompts, warm-up, load time and the sweep's own overhead (seconds)."""
     columns = [
         c
         for c in (
@@ -157,6 +157,7 @@ def overhead_table(frame: pd.DataFrame) -> pd.DataFrame:
             "status",
             "wall_s",
             "server_start_s",
+            "prompts_s",
             "warmup_s",
             "load_s",
             "overhead_s",

@@ -119,16 +119,20 @@ def sensitivity_bars(table: pd.DataFrame) -> go.Figure:
 
 
 def timing_bars(frame: pd.DataFrame) -> go.Figure:
-    """Where each point's wall time went: server start, warm-up, load, and the rest (sweep overhead)."""
+    """Where each point's wall time went: server start, prompts, warm-up, load, and the rest (sweep overhead)."""
     if frame.empty or "wall_s" not in frame.columns:
         return _empty("time per point")
     labels = point_labels(frame)
     start = frame["server_start_s"].fillna(0.0)
-    warm = frame["warmup_s"].fillna(0.0) if "warmup_s" in frame else 0.0 * start
-    load = frame["load_s"].fillna(0.0) if "load_s" in frame else 0.0 * start
-    other = frame["wall_s"].fillna(0.0) - start - warm - load
+
+    def part(column: str) -> pd.Series:  # results stored before a column existed lack it
+        return frame[column].fillna(0.0) if column in frame else 0.0 * start
+
+    prompts, warm, load = part("prompts_s"), part("warmup_s"), part("load_s")
+    other = frame["wall_s"].fillna(0.0) - start - prompts - warm - load
     fig = go.Figure()
-    for name, values in (("server start", start), ("warm-up", warm), ("load", load), ("other overhead", other)):
+    parts = (("server start", start), ("prompts", prompts), ("warm-up", warm), ("load", load))
+    for name, values in (*parts, ("other overhead", other)):
         fig.add_trace(go.Bar(x=labels, y=values, name=name))
     fig.update_layout(barmode="stack", title="time per point (s)", yaxis_title="seconds")
     return fig

@@ -16,8 +16,12 @@ Per point (docs/METHOD.md §10: measure before tuning, at fixed lengths):
 same generator runs in the sweep's own thread (serial), in a worker thread per device group
 (`--parallel`), and inside a Ray task on another node (`--ray`): the caller decides where the
 results go, and only the driver ever writes the store.
-Timings per point separate the server start, the load itself and the sweep's own overhead (prompts,
-warm-up, scraping, writing).
+Timings per point separate the server start, the load itself and the sweep's own overhead (warm-up,
+scraping, writing); the first point of a server also carries `prompts_s`, what getting the
+configuration's prompts still took once the server was up. Prompts come from the model's tokenizer:
+loaded here (its import, ~10 s of CPU, starts in the background with the server start), or built once
+for every configuration by another process and handed in (`prompts=`: the Ray path, so that no task
+imports transformers just to build them).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,15 @@ from workbench.provenance import provenance
 from workbench.serving.client import model_dir, server_version
 from workbench.serving.crash import CrashReport, ServerFailure
 from workbench.serving.device_groups import DeviceGroup
-from workbench.serving.loadgen import LoadResult, build_prompts, load_tokenizer, run_coroutine, run_load_async
+from workbench.serving.loadgen import (
+    LoadResult,
+    Prompt,
+    build_prompts,
+    import_tokenizer_library_in_background,
+    load_tokenizer,
+    run_coroutine,
+    run_load_async,
+)
 from workbench.serving.server import Server, plan_launch, start
 from workbench.sweep.analysis import format_value
 from workbench.sweep.server_metrics import MetricsSampler
@@ -61,6 +73,39 @@ class _ServerStart:
     start_s: float
     started_at: float  # epoch seconds when the start began
     version: str | None
+    prompts_s: float = 0.0  # after the server was up: what getting the prompts still took
+
+
+@dataclass(frozen=True)
+class PointPrompts:
+    """What one point sends: its warm-up prompts and its load prompts, at exact token lengths."""
+
+    warmup: tuple[Prompt, ...]
+    load: tuple[Prompt, ...]
+
+
+PromptBook = Mapping[str, PointPrompts]  # point id -> its prompts
+
+
+def point_prompts(spec: SweepSpec, point: SweepPoint, tokenizer: Any) -> PointPrompts:
+    """The point's prompts: the same for a given tokenizer, wherever they are built (seeded per repeat)."""
+    workload = point.workload
+    warmup: tuple[Prompt, ...] = ()
+    if spec.workload.warmup_requests:
+        warm = workload.warmup(spec.workload.warmup_requests)
+        warmup = tuple(build_prompts(tokenizer, warm.num_prompts, warm.input_len, seed=warm.seed))
+    load = build_prompts(
+        tokenizer,
+        workload.num_prompts,
+        workload.input_len,
+        prefix_ratio=workload.prefix_ratio,
+        seed=workload.seed + point.repeat,
+    )
+    return PointPrompts(warmup, tuple(load))
+
+
+def prompt_book(spec: SweepSpec, points: Sequence[SweepPoint], tokenizer: Any) -> dict[str, PointPrompts]:
+    return {point.point_id: point_prompts(spec, point, tokenizer) for point in points}
 
 
 @dataclass(frozen=True)
@@ -77,15 +122,22 @@ class ConfigMeasurer:
     placement: Mapping[str, Any] = field(default_factory=dict)
 
     def results(
-        self, points: Sequence[SweepPoint], group: DeviceGroup | None = None, status: StatusFn | None = None
+        self,
+        points: Sequence[SweepPoint],
+        group: DeviceGroup | None = None,
+        status: StatusFn | None = None,
+        prompts: Callable[[], PromptBook | None] | None = None,
     ) -> Iterator[PointResult]:
         """Start the configuration's server (in `group`), yield each point measured on it, always stop it.
 
         A server that dies mid-group ends the generator: the rest of the group stays missing and is
-        measured by the next run.
+        measured by the next run. `prompts`, called once the server is up, returns the points' prompts
+        built elsewhere (or None: then, as without it, they are built here from the served model's tokenizer).
         """
         say = status or (lambda _text: None)
         say(f"starting server {params_text(points[0])}")
+        if prompts is None or self.spec.profile:  # the tokenizer is needed once the server is up
+            import_tokenizer_library_in_background()  # so its import overlaps the start
         started, started_at = time.monotonic(), time.time()
         try:
             launched = self._start(points[0], group)
@@ -95,14 +147,28 @@ class ConfigMeasurer:
                 yield self._failed(point, failure.report, start_s if i == 0 else 0.0, group, started_at)
             return
         try:
-            tokenizer = load_tokenizer(model_dir(launched.server.url, launched.server.model))
+            began = time.monotonic()
+            book, tokenizer = self._prompts(points, launched.server, prompts)
+            launched = replace(launched, prompts_s=time.monotonic() - began)
             for index, point in enumerate(points):
-                yield self._measure(point, launched, tokenizer, group, first=index == 0, status=say)
+                yield self._measure(
+                    point, launched, book[point.point_id], tokenizer, group, first=index == 0, status=say
+                )
                 if launched.server.diagnose() is not None:
                     return  # the server died; the rest of the group stays missing and reruns next time
         finally:
             say("stopping server")
             launched.server.stop()
+
+    def _prompts(
+        self, points: Sequence[SweepPoint], server: Server, supplied: Callable[[], PromptBook | None] | None
+    ) -> tuple[PromptBook, Any]:
+        """The points' prompts, and the tokenizer when this process needs one (no book handed in, or profiling)."""
+        book = supplied() if supplied is not None else None
+        if book is not None and not self.spec.profile:
+            return book, None
+        tokenizer = load_tokenizer(model_dir(server.url, server.model))
+        return book or prompt_book(self.spec, points, tokenizer), tokenizer
 
     def _start(self, point: SweepPoint, group: DeviceGroup | None) -> _ServerStart:
         started, started_at = time.monotonic(), time.time()
@@ -119,40 +185,35 @@ class ConfigMeasurer:
         self,
         point: SweepPoint,
         launched: _ServerStart,
+        prompts: PointPrompts,
         tokenizer: Any,
         group: DeviceGroup | None,
         *,
         first: bool,
         status: StatusFn,
     ) -> PointResult:
-        """Warm up, run the load under the metrics sampler, and package the point."""
+        """Warm up, run the load under the metrics sampler, and package the point (`tokenizer`: profiling only)."""
         began, began_at = time.monotonic(), time.time()
         server, workload = launched.server, point.workload
         status(f"{params_text(point)} | {workload.label} | repeat {point.repeat}")
         warmup_s = 0.0
-        if self.spec.workload.warmup_requests:
+        if prompts.warmup:
             warm = workload.warmup(self.spec.workload.warmup_requests)
-            warm_prompts = build_prompts(tokenizer, warm.num_prompts, warm.input_len, seed=warm.seed)
             t = time.monotonic()
-            run_coroutine(run_load_async(server.url, server.model, warm_prompts, warm, progress=False))
+            run_coroutine(run_load_async(server.url, server.model, list(prompts.warmup), warm, progress=False))
             warmup_s = time.monotonic() - t
         load = workload.to_loadgen(self.spec.slo.per_request())
-        prompts = build_prompts(
-            tokenizer,
-            workload.num_prompts,
-            workload.input_len,
-            prefix_ratio=workload.prefix_ratio,
-            seed=workload.seed + point.repeat,
-        )
         load_at = time.time()
         with MetricsSampler(server.url) as sampler:
-            result = run_coroutine(run_load_async(server.url, server.model, prompts, load, progress=False))
+            result = run_coroutine(run_load_async(server.url, server.model, list(prompts.load), load, progress=False))
         load_end = time.time()
         start_s = launched.start_s if first else 0.0
-        wall_s = time.monotonic() - began + start_s
+        prompts_s = launched.prompts_s if first else 0.0
+        wall_s = time.monotonic() - began + start_s + prompts_s
         timings = {
             "server_start_s": start_s,
             "server_reused": not first,
+            "prompts_s": prompts_s,
             "warmup_s": warmup_s,
             "load_s": result.summary.duration_s,
             "wall_s": wall_s,
@@ -212,6 +273,7 @@ class ConfigMeasurer:
             **where,
             **self.placement,
             "worker_pid": os.getpid(),
+            "niceness": os.nice(0),  # servers inherit it; Ray workers start at 15 unless told otherwise
             "window": [round(window[0], 3), round(window[1], 3)],
             "load_window": [round(load[0], 3), round(load[1], 3)] if load else None,
         }
