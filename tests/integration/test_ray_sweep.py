@@ -87,6 +87,8 @@ def test_on_ray_the_spec_runs_a_killed_server_is_recorded_and_a_killed_worker_re
     assert retried.placement["worker_pid"] != retried_first.placement["worker_pid"]
     assert {r.placement["mode"] for r in outcome.results} == {"ray"}
     assert all(r.placement["node"] for r in outcome.results)
+    # Ray starts workers at niceness +15; the tasks ask for the raylet's (this process's) priority
+    assert {r.placement["niceness"] for r in outcome.results} == {os.nice(0)}
     # the Ray path measures the same spec: every point that was not killed is complete
     untouched = [r for r in outcome.results if r.point_id != second.point_id]
     assert content(untouched) == [c for c in expected_content(spec) if c[0] != second.point_id]

@@ -23,7 +23,7 @@ from workbench.sweep.analysis import THROUGHPUT, aggregate_repeats, slo_mask
 from workbench.sweep.store import PointResult, PointStatus, results_frame
 
 CONFIRM_FILE = "confirm.jsonl"
-OVERLAP_COLUMNS = ["point_id", "mode", "group", "host", "beside", "overlap_s"]
+OVERLAP_COLUMNS = ["point_id", "mode", "group", "host", "beside", "overlap_s", "niceness"]
 
 
 def _window(result: PointResult) -> tuple[float, float] | None:
@@ -35,7 +35,8 @@ def side_by_side(results: Sequence[PointResult]) -> pd.DataFrame:
     """One row per point with a placement: its group and host, the points beside it, seconds overlapped.
 
     `beside` lists the ids of points that overlapped it on the same host in another group;
-    `overlap_s` is the sum of those overlaps (0.0 for a point that ran alone).
+    `overlap_s` is the sum of those overlaps (0.0 for a point that ran alone); `niceness` is the CPU
+    priority its server ran at (None for points stored before it was recorded).
     """
     placed = [(r, _window(r)) for r in results if _window(r) is not None]
     rows = []
@@ -57,6 +58,7 @@ def side_by_side(results: Sequence[PointResult]) -> pd.DataFrame:
                 "host": result.placement.get("host"),
                 "beside": tuple(beside),
                 "overlap_s": round(overlap, 3),
+                "niceness": result.placement.get("niceness"),
             }
         )
     return pd.DataFrame(rows, columns=OVERLAP_COLUMNS)

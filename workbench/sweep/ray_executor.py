@@ -8,6 +8,10 @@ queue or transport of its own:
   the task), `num_gpus=k` on GPUs, and on CPU one unit of the custom resource `wb_cpu_group` that a
   node advertises once per group of cores it offers (`ray start --resources '{"wb_cpu_group": 2}'`);
   Ray decides which node runs it and when;
+- one more task builds every configuration's prompts with the model's tokenizer while the servers
+  start, and returns one object per configuration; each configuration's task takes its object once its
+  server is up (so no other task imports transformers, ~10 s of CPU, just to build prompts; when the
+  model is not a local directory it returns nothing and each task builds its own from its server's);
 - the task starts the server on its node, measures the configuration's points and *yields* each
   finished point; Ray streams it to the driver, which appends it to the one results store (the
   driver stays the single writer, so resume and "no finished point lost" hold as in a serial sweep);
@@ -44,7 +48,9 @@ from workbench.serving.device_groups import (
     group_size,
     split_cores,
 )
-from workbench.sweep.measure import ConfigMeasurer, lost_result
+from workbench.serving.loadgen import load_tokenizer
+from workbench.serving.server import resolve_model
+from workbench.sweep.measure import ConfigMeasurer, PromptBook, lost_result, prompt_book
 from workbench.sweep.spec import SweepPoint
 from workbench.sweep.store import PointResult
 
@@ -54,6 +60,12 @@ LOCAL = "local"
 # A local head node on a busy 2-core machine needs more than Ray's default 30 s for its agents to
 # register (observed: 29 s under load, then "Timed out waiting for file ... metrics_agent_port").
 LOCAL_SYSTEM_CONFIG = {"agent_register_timeout_ms": 180_000}
+# Ray starts its workers at niceness +15 over the raylet (its `worker_niceness`), and the servers a task
+# starts inherit it: measured that way, a server yields the host CPU to every other process on the node,
+# unlike the service it stands for. Ray reads this variable from a task's runtime_env when it starts the
+# worker (its own job supervisor sets it the same way), so the task runs at the raylet's niceness, with
+# no privilege needed.
+NORMAL_PRIORITY = {"env_vars": {"RAY_worker_niceness": "0"}}
 GROUP_WAIT_S = 600.0  # a CPU task waits this long for its node's group lock (held by another driver)
 
 
@@ -95,12 +107,25 @@ def ray_cluster(address: str, *, cpu_groups: int = 1, num_cpus: int | None = Non
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise WorkbenchError(
             f"--ray {address}: cannot connect to a Ray cluster ({exc}); start one with "
-            "`ray start --head` and pass its address (host:6379), or use --ray local"
+            f"`ray start --head` and pass its address (host:6379), or use --ray local{_auth_hint(address)}"
         ) from None
     try:
         yield ray
     finally:
         ray.shutdown()
+
+
+def _auth_hint(address: str) -> str:
+    """What to do when the cluster wants a token: Ray (2.59 on) turns token authentication on for a
+    cluster started by `ray start --head`, and a driver sends its token to an explicit address only
+    when RAY_AUTH_MODE=token says so ('auto' finds a cluster started on this machine, token included)."""
+    if address in (LOCAL, "auto") or os.environ.get("RAY_AUTH_MODE"):
+        return ""
+    return (
+        "; if the cluster uses token authentication (`ray start --head` turns it on since Ray 2.59), "
+        "export RAY_AUTH_MODE=token with the cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN "
+        "(`ray get-auth-token` prints it on the head node), or pass --ray auto on the head node"
+    )
 
 
 def check_cluster(ray: Any, kind: Device, sizes: Sequence[int], address: str) -> None:
@@ -123,10 +148,11 @@ def check_cluster(ray: Any, kind: Device, sizes: Sequence[int], address: str) ->
 
 
 def task_options(kind: Device, size: int) -> dict[str, Any]:
-    """The resources one configuration's task asks Ray for: its device group, and no plain CPU slot."""
+    """What one configuration's task asks Ray for: its device group, no plain CPU slot, normal priority."""
     if kind is Device.CUDA:
-        return {"num_gpus": size, "num_cpus": 0}
-    return {"resources": {RAY_RESOURCE[kind]: 1 if kind is Device.CPU else size}, "num_cpus": 0}
+        return {"num_gpus": size, "num_cpus": 0, "runtime_env": NORMAL_PRIORITY}
+    resources = {RAY_RESOURCE[kind]: 1 if kind is Device.CPU else size}
+    return {"resources": resources, "num_cpus": 0, "runtime_env": NORMAL_PRIORITY}
 
 
 # -- inside the task (runs on the node Ray picked) --------------------------------------------------
@@ -177,15 +203,56 @@ def _task_group(kind: Device, kv_budget_bytes: int | None) -> Iterator[DeviceGro
         os.close(fd)  # releases the flock
 
 
+def prompt_books(measurer: ConfigMeasurer, configs: Sequence[Sequence[SweepPoint]]) -> tuple[PromptBook | None, ...]:
+    """The Ray task body that builds every configuration's prompts, one returned object per configuration.
+
+    None for a configuration whose model is not a local directory (a hub id the server resolves): its
+    task then builds its prompts from what its server serves.
+    """
+    tokenizers: dict[str, Any] = {}
+    books: list[PromptBook | None] = []
+    for points in configs:
+        recipe = points[0].recipe
+        if recipe.embedded_model is None and recipe.local_model_path() is None:
+            books.append(None)
+            continue
+        directory = resolve_model(recipe)
+        if directory not in tokenizers:
+            tokenizers[directory] = load_tokenizer(directory)
+        books.append(prompt_book(measurer.spec, points, tokenizers[directory]))
+    return tuple(books) if len(books) > 1 else books[0]  # a task of num_returns=1 returns the value itself
+
+
+def _book_from(ray: Any, box: Sequence[Any]) -> PromptBook | None:
+    """The configuration's prompts from the prompt task (`box` holds its object ref, so that Ray hands the
+    ref to the task instead of waiting for the object before starting it). A workbench error there (no
+    tokenizer files, a prompt that cannot be built) is this task's error too; a lost object is not: the
+    task then builds its own prompts."""
+    try:
+        return ray.get(box[0])
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(getattr(exc, "cause", None), WorkbenchError):
+            raise exc.cause from None
+        return None
+    except ray.exceptions.RayError:
+        return None
+
+
 def config_task(
-    measurer: ConfigMeasurer, points: Sequence[SweepPoint], kind: Device, kv_budget_bytes: int | None, attempt: int
+    measurer: ConfigMeasurer,
+    points: Sequence[SweepPoint],
+    kind: Device,
+    kv_budget_bytes: int | None,
+    attempt: int,
+    book_box: Sequence[Any] = (),
 ) -> Iterator[dict[str, Any]]:
     """The Ray task body: measure one configuration in this node's group, yield each point as JSON."""
     ray = _ray()
     node = ray.get_runtime_context().get_node_id()
     measurer = replace(measurer, placement={**measurer.placement, "node": node, "attempt": attempt})
+    prompts = (lambda: _book_from(ray, book_box)) if book_box else None
     with _task_group(kind, kv_budget_bytes) as group:
-        for result in measurer.results(points, group):
+        for result in measurer.results(points, group, prompts=prompts):
             yield result.to_json()
 
 
@@ -217,10 +284,12 @@ def run_on_ray(
     kind = configs[0][0].recipe.device
     check_cluster(ray, kind, [group_size(c[0].recipe) for c in configs], address)
     task = ray.remote(config_task)
+    boxes = _submit_prompt_books(ray, measurer, configs)
 
     def submit(points: Sequence[SweepPoint], attempt: int) -> Any:
         options = {**task_options(kind, group_size(points[0].recipe)), "max_retries": 0}
-        return task.options(**options).remote(measurer, tuple(points), kind, kv_budget_bytes, attempt)
+        box = boxes.get(points[0].server_key, ())
+        return task.options(**options).remote(measurer, tuple(points), kind, kv_budget_bytes, attempt, box)
 
     pending = {submit(c, 1): _Submitted(tuple(c), 1) for c in configs}
     try:
@@ -252,6 +321,23 @@ def run_on_ray(
         for generator in pending:
             with contextlib.suppress(Exception):
                 ray.cancel(generator, force=True)
+
+
+def _submit_prompt_books(
+    ray: Any, measurer: ConfigMeasurer, configs: Sequence[Sequence[SweepPoint]]
+) -> dict[str, list[Any]]:
+    """Submit the prompt task; per configuration (by server key) a one-item list holding its object ref.
+
+    No prompt task when the spec profiles: a profiled point needs the tokenizer in its own task anyway.
+    The task takes no group and no CPU slot, and runs at Ray's worker priority: it has a server start's
+    time (a minute or more) to finish before the first configuration asks for its object.
+    """
+    if measurer.spec.profile:
+        return {}
+    count = len(configs)
+    refs = ray.remote(prompt_books).options(num_cpus=0, num_returns=count).remote(measurer, [tuple(c) for c in configs])
+    refs = refs if count > 1 else [refs]
+    return {points[0].server_key: [ref] for points, ref in zip(configs, refs, strict=True)}
 
 
 def _after_loss(

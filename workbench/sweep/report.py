@@ -104,16 +104,30 @@ class SweepReport:
             return "placement not recorded (a sweep stored before device groups)"
         shared = int((self.side_by_side["overlap_s"] > 0).sum())
         if not shared:
-            return f"every point ran alone on its host ({len(self.side_by_side)} points)"
+            return f"every point ran alone on its host ({len(self.side_by_side)} points)" + self._priority_text()
         text = (
             f"{shared} of {len(self.side_by_side)} points ran side by side with points of other device groups "
             "on the same host (memory bandwidth and host CPU are shared)"
         )
         if self.confirm.empty:
-            return text + "; re-measure the best alone with --confirm-best K"
+            return text + "; re-measure the best alone with --confirm-best K" + self._priority_text()
         ratio = self.confirm["throughput_alone_over_side_by_side"].dropna()
         spread = f"{ratio.min():.2f}-{ratio.max():.2f}" if len(ratio) else "n/a"
-        return text + f"; {len(self.confirm)} best points re-measured alone: throughput alone / side by side = {spread}"
+        confirmed = f"; {len(self.confirm)} best points re-measured alone: throughput alone / side by side = {spread}"
+        return text + confirmed + self._priority_text()
+
+    def _priority_text(self) -> str:
+        """A warning clause when some servers ran below normal CPU priority (a niceness above 0)."""
+        if "niceness" not in self.side_by_side:
+            return ""
+        lowered = self.side_by_side["niceness"].dropna()
+        lowered = lowered[lowered > 0]
+        if lowered.empty:
+            return ""
+        return (
+            f"; {len(lowered)} points ran at CPU niceness {int(lowered.max())}: their servers yield the host CPU to "
+            "every other process, unlike a deployed service (for Ray, start each node's raylet at niceness 0)"
+        )
 
     def profile_table(self) -> pd.DataFrame:
         """Each profiled point's time shares and verdicts next to its throughput and latency (empty when

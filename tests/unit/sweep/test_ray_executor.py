@@ -1,10 +1,11 @@
 """The Ray path without a cluster: the resources a task asks for, the feasibility check, the node-local group lock.
 
-A real local Ray cluster runs in tests/integration/test_parallel_sweep.py.
+A real local Ray cluster runs in tests/integration/test_ray_sweep.py.
 """
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import tempfile
@@ -13,7 +14,13 @@ import pytest
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import Device
-from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE, _lock_cpu_group, check_cluster, task_options
+from workbench.sweep.ray_executor import (
+    CPU_GROUP_RESOURCE,
+    _lock_cpu_group,
+    check_cluster,
+    ray_cluster,
+    task_options,
+)
 
 
 class Nodes:
@@ -26,10 +33,12 @@ class Nodes:
         return self._nodes
 
 
-def test_task_options_request_one_group_as_a_ray_resource():
-    assert task_options(Device.NPU, 2) == {"resources": {"NPU": 2}, "num_cpus": 0}
-    assert task_options(Device.CUDA, 4) == {"num_gpus": 4, "num_cpus": 0}
-    assert task_options(Device.CPU, 2) == {"resources": {CPU_GROUP_RESOURCE: 1}, "num_cpus": 0}  # cores in-group
+def test_task_options_request_one_group_as_a_ray_resource_at_normal_priority():
+    normal = {"env_vars": {"RAY_worker_niceness": "0"}}
+    assert task_options(Device.NPU, 2) == {"resources": {"NPU": 2}, "num_cpus": 0, "runtime_env": normal}
+    assert task_options(Device.CUDA, 4) == {"num_gpus": 4, "num_cpus": 0, "runtime_env": normal}
+    cpu = {"resources": {CPU_GROUP_RESOURCE: 1}, "num_cpus": 0, "runtime_env": normal}  # cores split in-group
+    assert task_options(Device.CPU, 2) == cpu
 
 
 def test_check_cluster_refuses_what_no_live_node_offers():
@@ -64,3 +73,55 @@ def test_cpu_group_locks_are_exclusive_across_processes_and_freed_by_death(tmp_p
         holder.kill()
         holder.wait()
     assert _lock_cpu_group(2, wait_s=5)[0] == 0  # the killed holder's lock went with it
+
+
+@pytest.mark.parametrize("auth_mode", [None, "disabled"])
+def test_an_unreachable_cluster_is_one_error_naming_the_address_and_the_token_settings(monkeypatch, auth_mode):
+    """Ray 2.59+ clusters started with `ray start --head` want a token, and a driver given an explicit
+    address sends none unless RAY_AUTH_MODE=token: the error says so, unless the user already chose a mode."""
+    pytest.importorskip("ray")
+    monkeypatch.setenv("RAY_gcs_server_port_wait_time_s", "1")  # one connect attempt, not Ray's ~20
+    if auth_mode is None:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    else:
+        monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"  # nothing listens there once the probe closes
+    with pytest.raises(WorkbenchError, match=rf"--ray {address}: cannot connect to a Ray cluster") as caught:
+        with ray_cluster(address):
+            pytest.fail("connected to a port nobody listens on")
+    assert ("export RAY_AUTH_MODE=token" in str(caught.value)) is (auth_mode is None)
+
+
+def test_the_prompt_task_builds_what_each_configuration_task_would_build_itself(tmp_path):
+    """The Ray path's prompt task (one tokenizer for every configuration) hands each task the prompts it
+    would otherwise build from its own server's tokenizer: same texts, exact lengths, warm-up included."""
+    import itertools
+    from dataclasses import replace
+
+    from workbench.embedded_models import prepare
+    from workbench.serving.loadgen import load_tokenizer
+    from workbench.sweep.measure import ConfigMeasurer, point_prompts
+    from workbench.sweep.ray_executor import prompt_books
+    from workbench.sweep.spec import expand, load_sweep_spec
+
+    spec = load_sweep_spec("cpu-tiny")
+    configs = [list(group) for _, group in itertools.groupby(expand(spec), key=lambda p: p.server_key)]
+    measurer = ConfigMeasurer(spec, tmp_path)
+    books = prompt_books(measurer, configs)
+    tokenizer = load_tokenizer(prepare("tiny"))
+    assert len(books) == len(configs) == 2
+    for config, book in zip(configs, books, strict=True):
+        assert set(book) == {p.point_id for p in config}
+        for point in config:
+            prompts = book[point.point_id]
+            assert prompts == point_prompts(spec, point, tokenizer)
+            assert len(prompts.load) == point.workload.num_prompts and len(prompts.warmup) == 2
+            counted = {len(tokenizer.encode(p.text)) for p in (*prompts.load, *prompts.warmup)}
+            assert counted == {point.workload.input_len}  # as the server counts them, special tokens included
+    assert prompt_books(measurer, configs[:1]) == books[0]  # one configuration: Ray's single return value
+    on_the_hub = [
+        replace(p, recipe=p.recipe.model_copy(update={"model": "Qwen/Qwen2.5-7B-Instruct"})) for p in configs[0]
+    ]
+    assert prompt_books(measurer, [on_the_hub]) is None  # that task builds its own from its server's model
