@@ -1,72 +1,131 @@
-"""The same tiny-model sweep serially, with `--parallel 2` and through a local Ray cluster: wall time and throughput.
+"""The same tiny-model sweep serially, with `--parallel 2` and on a Ray cluster: wall time and throughput.
 
     .venv/bin/python benchmarks/bench_parallel_sweep.py [--spec cpu-tiny] [--groups 2] [--rounds 3]
 
-Each mode measures every point of the spec into a fresh directory (so each starts every server):
-serial (one server at a time on all cores) once, then `--rounds` rounds of parallel (one server per
-device group; on this 2-core machine two groups of one core) and Ray (a local cluster with `--groups`
-units of the group resource, started before the clock runs and stopped after each Ray run, so no
-parallel run shares the machine with it), in alternating order: the same sweep run twice in a row
-differed by 10 s or more here (the second warmer), as much as the difference being measured. Prints
-each mode's wall time per round, the ratios parallel / serial (target <= 0.7) and Ray / parallel per
-round and their median (target <= 1.1), and the output throughput every point reports in every mode
-next to its serial value: on one machine the groups share memory bandwidth and the host CPU (on 2
-cores a group is half the machine, so a point measured side by side is expected to report less).
+Every sweep runs in a fresh Python process, as `ascend-workbench sweep` does, so no mode starts with
+another mode's imports already done (transformers alone is ~10 s of CPU here), and each measures every
+point into a fresh directory (so each starts every server). Serial (one server at a time on all
+cores) runs once; then `--rounds` rounds of parallel (one server per device group; on this 2-core
+machine two groups of one core) and Ray in alternating order: the same sweep run twice in a row
+differed by 10 s or more here. For each Ray run a cluster is started on this machine with
+`ray start --head` offering `--groups` units of the group resource (not timed: a sweep on Ascend
+connects to a cluster that is already up), the sweep connects with `--ray auto`, and the cluster is
+stopped again before the next run, so no parallel run shares the machine with it.
+
+Prints each mode's wall time per round (the sweep's own, connecting to Ray included; and the whole
+process), the ratios parallel / serial (target <= 0.7) and Ray / parallel per round with their median
+(target <= 1.1), where each mode's time went, and the output throughput every point reports in every
+mode next to its serial value: on one machine the groups share memory bandwidth and the host CPU (on
+2 cores a group is half the machine, so a point measured side by side is expected to report less).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import contextlib
+import json
+import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(REPO))
 
 PARALLEL_TARGET = 0.7
 RAY_TARGET = 1.1
+TIMINGS = ("server_start_s", "prompts_s", "warmup_s", "load_s")
+
+# What `ascend-workbench sweep --spec S --out D [--parallel N] [--ray auto]` does, less the report.
+SWEEP = """
+import json, sys, time
+began = time.monotonic()
+from workbench.sweep import load_sweep_spec, run_sweep
+from workbench.sweep.runner import Execution
+spec, out, mode, groups = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+execution = {"serial": Execution(), "parallel": Execution(parallel=groups),
+             "ray": Execution(ray="auto", parallel=groups)}[mode]
+outcome = run_sweep(load_sweep_spec(spec), out, progress=False, execution=execution)
+bad = [r.point_id for r in outcome.results if r.status.value != "ok"]
+print(json.dumps({"sweep_s": outcome.wall_s, "missing": len(outcome.missing), "failed": bad}))
+"""
 
 
-def _run(spec, out: Path, execution):
-    from workbench.sweep import run_sweep
-
-    outcome = run_sweep(spec, out, progress=False, execution=execution)
-    failed = [r for r in outcome.results if r.status.value != "ok"]
-    if outcome.missing or failed:
-        raise SystemExit(f"{execution.mode.value}: {len(outcome.missing)} missing, {len(failed)} failed points")
-    return outcome
+@dataclass(frozen=True)
+class Run:
+    mode: str
+    sweep_s: float  # run_sweep's own wall time (for Ray: connecting to the cluster included)
+    process_s: float  # the whole fresh process: interpreter, imports, sweep
+    results: tuple
 
 
-def _workers_ready(ray, resource: str, groups: int) -> None:
-    """Part of starting the cluster: one worker per group up, with the workbench imported (what a sweep
-    task imports first), so the Ray run starts as a sweep on an already running cluster (`--ray ADDRESS`)
-    does. `ray.init` returns while its workers may still be starting; two runs straight after it measured
-    99.6 s and 84.9 s for the same sweep (local parallel: 85.2 s and 80.4 s)."""
+def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
+    from workbench.sweep.runner import RESULTS_FILE
+    from workbench.sweep.store import ResultStore
 
-    def ready() -> None:
-        import workbench.sweep.measure  # noqa: F401
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", SWEEP, spec, str(out), mode, str(groups)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    process_s = time.monotonic() - began
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        raise SystemExit(f"{mode} sweep into {out} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    facts = json.loads(lines[-1])
+    if facts["missing"] or facts["failed"]:
+        raise SystemExit(f"{mode}: {facts['missing']} missing, failed points {facts['failed']} (logs in {out})")
+    return Run(mode, facts["sweep_s"], process_s, tuple(ResultStore(out / RESULTS_FILE).read()))
 
-        time.sleep(1.0)  # hold the group so the other probe lands on another worker
 
-    task = ray.remote(ready).options(resources={resource: 1}, num_cpus=0)
-    ray.get([task.remote() for _ in range(groups)])
+def _ray(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    return subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], env=env, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
 
 
-def _breakdown(outcome) -> str:
-    """Where a mode's time went, summed over its points: server starts, warm-ups, loads, the rest."""
-    sums = {
-        key: sum(r.timings.get(key, 0.0) for r in outcome.results) for key in ("server_start_s", "warmup_s", "load_s")
-    }
-    rest = sum(r.timings.get("wall_s", 0.0) for r in outcome.results) - sum(sums.values())
+@contextlib.contextmanager
+def ray_head(groups: int) -> Iterator[float]:
+    """A Ray head node on this machine offering `groups` CPU groups; yields its start time; stops it."""
+    from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE, LOCAL_SYSTEM_CONFIG
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    began = time.monotonic()
+    started = _ray(
+        "start", "--head", f"--port={port}", f"--resources={json.dumps({CPU_GROUP_RESOURCE: groups})}",
+        "--include-dashboard=false", "--disable-usage-stats", f"--system-config={json.dumps(LOCAL_SYSTEM_CONFIG)}",
+    )  # fmt: skip
+    if started.returncode:
+        raise SystemExit(f"ray start failed:\n{started.stderr[-3000:]}")
+    try:
+        yield time.monotonic() - began
+    finally:
+        stopped = _ray("stop")
+        if stopped.returncode:
+            print(f"ray stop exit {stopped.returncode}: {stopped.stderr[-1000:]}", file=sys.stderr)
+
+
+def _breakdown(run: Run) -> str:
+    """Where a mode's time went, summed over its points: server starts, prompts, warm-ups, loads, the rest."""
+    sums = {key: sum(r.timings.get(key, 0.0) for r in run.results) for key in TIMINGS}
+    rest = sum(r.timings.get("wall_s", 0.0) for r in run.results) - sum(sums.values())
     return "  ".join(f"{k.removesuffix('_s')} {v:6.1f}" for k, v in sums.items()) + f"  other {rest:6.1f}"
 
 
-def _throughputs(outcome) -> dict[str, float]:
-    return {r.point_id: r.summary["output_throughput"] for r in outcome.results}
+def _throughputs(run: Run) -> dict[str, float]:
+    return {r.point_id: r.summary["output_throughput"] for r in run.results}
 
 
 def main() -> int:
@@ -76,65 +135,48 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of parallel and Ray, in alternating order")
     args = parser.parse_args()
 
-    import ray
-
     from workbench.sweep import build_report, load_sweep_spec
-    from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE, LOCAL_SYSTEM_CONFIG
-    from workbench.sweep.runner import Execution
 
     spec = load_sweep_spec(args.spec)
-
-    def run_on_ray(out: Path):
-        """A local cluster with its workers up (reported apart), the sweep on it, the cluster stopped."""
-        began = time.monotonic()
-        ray.init(
-            resources={CPU_GROUP_RESOURCE: args.groups},
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-            _system_config=LOCAL_SYSTEM_CONFIG,
-        )
-        try:
-            _workers_ready(ray, CPU_GROUP_RESOURCE, args.groups)
-            started = time.monotonic() - began
-            return _run(spec, out, Execution(ray="local", parallel=args.groups)), started
-        finally:
-            ray.shutdown()
-
-    rounds: list[tuple] = []  # (parallel outcome, Ray outcome, Ray cluster start s)
+    rounds: list[tuple[Run, Run, float]] = []  # (parallel, Ray, Ray cluster start s)
     with tempfile.TemporaryDirectory(prefix="bench-parallel-sweep-") as tmp:
         root = Path(tmp)
-        serial = _run(spec, root / "serial", Execution())
-        runs = {"parallel": lambda out: _run(spec, out, Execution(parallel=args.groups)), "ray": run_on_ray}
+        serial = _sweep(args.spec, root / "serial", "serial", args.groups)
+        print(f"serial: {serial.sweep_s:.1f} s", flush=True)
         for index in range(args.rounds):
-            order = list(runs) if index % 2 == 0 else list(reversed(runs))
-            done = {mode: runs[mode](root / f"{mode}-{index}") for mode in order}
-            parallel, (on_ray, ray_start_s) = done["parallel"], done["ray"]
-            rounds.append((parallel, on_ray, ray_start_s))
-            print(f"round {index}: parallel {parallel.wall_s:.1f} s, ray {on_ray.wall_s:.1f} s", flush=True)
+            done: dict[str, Run] = {}
+            for mode in ("parallel", "ray") if index % 2 == 0 else ("ray", "parallel"):
+                if mode == "parallel":
+                    done[mode] = _sweep(args.spec, root / f"parallel-{index}", "parallel", args.groups)
+                    continue
+                with ray_head(args.groups) as cluster_s:
+                    done[mode] = _sweep(args.spec, root / f"ray-{index}", "ray", args.groups)
+            rounds.append((done["parallel"], done["ray"], cluster_s))
+            print(
+                f"round {index}: parallel {done['parallel'].sweep_s:.1f} s, ray {done['ray'].sweep_s:.1f} s", flush=True
+            )
         labels = build_report(spec, serial.results).points.set_index("point_id")["label"]
 
     print(
-        f"spec {spec.name}: {len(serial.results)} points, {len({r.server_key for r in serial.results})} servers, "
-        f"{args.groups} groups, {args.rounds} rounds (parallel first in even rounds, Ray first in odd ones)"
+        f"\nspec {spec.name}: {len(serial.results)} points, {len({r.server_key for r in serial.results})} servers, "
+        f"{args.groups} groups, {args.rounds} rounds (parallel first in even rounds, Ray first in odd ones); "
+        "every sweep in a fresh process"
     )
-    print(f"{'mode':14s} {'wall_s':>8s} {'/serial':>8s} {'/parallel':>10s}")
-    print(f"{'serial':14s} {serial.wall_s:8.1f} {1.0:8.2f}")
+    print(f"{'mode':14s} {'sweep_s':>8s} {'process_s':>10s} {'/serial':>8s} {'/parallel':>10s}")
+    print(f"{'serial':14s} {serial.sweep_s:8.1f} {serial.process_s:10.1f} {1.0:8.2f}")
     for index, (parallel, on_ray, _) in enumerate(rounds):
-        print(f"{f'parallel #{index}':14s} {parallel.wall_s:8.1f} {parallel.wall_s / serial.wall_s:8.2f} {1.0:10.2f}")
-        print(
-            f"{f'ray #{index}':14s} {on_ray.wall_s:8.1f} {on_ray.wall_s / serial.wall_s:8.2f} "
-            f"{on_ray.wall_s / parallel.wall_s:10.2f}"
-        )
+        for run, versus in ((parallel, parallel), (on_ray, parallel)):
+            print(
+                f"{f'{run.mode} #{index}':14s} {run.sweep_s:8.1f} {run.process_s:10.1f} "
+                f"{run.sweep_s / serial.sweep_s:8.2f} {run.sweep_s / versus.sweep_s:10.2f}"
+            )
     print("\nseconds summed over each mode's points (server starts overlap in parallel and Ray):")
     print(f"  {'serial':14s} {_breakdown(serial)}")
     for index, (parallel, on_ray, _) in enumerate(rounds):
         print(f"  {f'parallel #{index}':14s} {_breakdown(parallel)}")
         print(f"  {f'ray #{index}':14s} {_breakdown(on_ray)}")
-    starts = [started for _, _, started in rounds]
-    print(
-        f"(local Ray cluster start with its workers ready, not in the Ray wall times: "
-        f"{', '.join(f'{s:.1f}' for s in starts)} s)"
-    )
+    starts = ", ".join(f"{s:.1f}" for _, _, s in rounds)
+    print(f"(`ray start --head` before each Ray run, not in its wall time: {starts} s)")
     parallel, on_ray, _ = rounds[0]
     print("\noutput throughput per point, round 0:")
     base, side, remote = _throughputs(serial), _throughputs(parallel), _throughputs(on_ray)
@@ -145,8 +187,8 @@ def main() -> int:
             f"{side[point_id] / value:8.2f} {remote[point_id] / value:8.2f}"
         )
 
-    parallel_ratio = statistics.median(p.wall_s for p, _, _ in rounds) / serial.wall_s
-    ray_ratios = [r.wall_s / p.wall_s for p, r, _ in rounds]
+    parallel_ratio = statistics.median(p.sweep_s for p, _, _ in rounds) / serial.sweep_s
+    ray_ratios = [r.sweep_s / p.sweep_s for p, r, _ in rounds]
     ray_ratio = statistics.median(ray_ratios)
     print(
         f"\nparallel / serial wall (median parallel) = {parallel_ratio:.2f} (target <= {PARALLEL_TARGET}): "
