@@ -5,6 +5,7 @@ A real local Ray cluster runs in tests/integration/test_ray_sweep.py.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -18,7 +19,6 @@ from workbench.sweep.ray_executor import (
     CPU_GROUP_RESOURCE,
     _lock_cpu_group,
     check_cluster,
-    ray_cluster,
     task_options,
 )
 
@@ -75,23 +75,48 @@ def test_cpu_group_locks_are_exclusive_across_processes_and_freed_by_death(tmp_p
     assert _lock_cpu_group(2, wait_s=5)[0] == 0  # the killed holder's lock went with it
 
 
-@pytest.mark.parametrize("auth_mode", [None, "disabled"])
-def test_an_unreachable_cluster_is_one_error_naming_the_address_and_the_token_settings(monkeypatch, auth_mode):
+CONNECT = """
+import sys
+from workbench.errors import WorkbenchError
+from workbench.sweep.ray_executor import ray_cluster
+try:
+    with ray_cluster(sys.argv[1]):
+        print("connected")
+except WorkbenchError as error:
+    print(error)
+"""
+
+
+def test_an_unreachable_cluster_is_one_error_naming_the_address_and_the_token_settings():
     """Ray 2.59+ clusters started with `ray start --head` want a token, and a driver given an explicit
-    address sends none unless RAY_AUTH_MODE=token: the error says so, unless the user already chose a mode."""
+    address sends none unless RAY_AUTH_MODE=token: the error says so, unless the user already chose a mode.
+    Each attempt runs in its own process: Ray reads its timeouts and auth mode when it is imported."""
     pytest.importorskip("ray")
-    monkeypatch.setenv("RAY_gcs_server_port_wait_time_s", "1")  # one connect attempt, not Ray's ~20
-    if auth_mode is None:
-        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
-    else:
-        monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
+    from tests.conftest import REPO_ROOT
+
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{probe.getsockname()[1]}"  # nothing listens there once the probe closes
-    with pytest.raises(WorkbenchError, match=rf"--ray {address}: cannot connect to a Ray cluster") as caught:
-        with ray_cluster(address):
-            pytest.fail("connected to a port nobody listens on")
-    assert ("export RAY_AUTH_MODE=token" in str(caught.value)) is (auth_mode is None)
+    quick = {
+        f"RAY_{knob}": "1"
+        for knob in (
+            "gcs_server_port_wait_time_s",
+            "gcs_rpc_server_connect_timeout_s",
+            "gcs_rpc_server_reconnect_timeout_s",
+            "py_gcs_connect_timeout_s",
+        )
+    }
+    base = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"} | quick  # give up after ~4 s, not ~40
+    attempts = {
+        mode: subprocess.Popen([sys.executable, "-c", CONNECT, address], cwd=REPO_ROOT, text=True,
+                               env=base | ({"RAY_AUTH_MODE": mode} if mode else {}),
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        for mode in ("", "disabled")
+    }  # fmt: skip
+    said = {mode: attempt.communicate(timeout=120)[0] for mode, attempt in attempts.items()}
+    for mode, text in said.items():
+        assert text.startswith(f"--ray {address}: cannot connect to a Ray cluster"), text
+        assert ("export RAY_AUTH_MODE=token" in text) is (mode == "")
 
 
 def test_the_prompt_task_builds_what_each_configuration_task_would_build_itself(tmp_path):
