@@ -203,8 +203,11 @@ def _task_group(kind: Device, kv_budget_bytes: int | None) -> Iterator[DeviceGro
         os.close(fd)  # releases the flock
 
 
-def prompt_books(measurer: ConfigMeasurer, configs: Sequence[Sequence[SweepPoint]]) -> tuple[PromptBook | None, ...]:
-    """The Ray task body that builds every configuration's prompts, one returned object per configuration.
+def prompt_books(
+    measurer: ConfigMeasurer, configs: Sequence[Sequence[SweepPoint]]
+) -> tuple[PromptBook | None, ...] | PromptBook | None:
+    """The Ray task body that builds every configuration's prompts, one returned object per configuration
+    (for a single configuration the object itself: what a task of num_returns=1 must return).
 
     None for a configuration whose model is not a local directory (a hub id the server resolves): its
     task then builds its prompts from what its server serves.
@@ -220,7 +223,7 @@ def prompt_books(measurer: ConfigMeasurer, configs: Sequence[Sequence[SweepPoint
         if directory not in tokenizers:
             tokenizers[directory] = load_tokenizer(directory)
         books.append(prompt_book(measurer.spec, points, tokenizers[directory]))
-    return tuple(books) if len(books) > 1 else books[0]  # a task of num_returns=1 returns the value itself
+    return tuple(books) if len(books) > 1 else books[0]
 
 
 def _book_from(ray: Any, box: Sequence[Any]) -> PromptBook | None:
