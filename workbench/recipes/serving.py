@@ -188,6 +188,10 @@ class ServingRecipe(Frozen):
         """'tiny' for `model: embedded:tiny`, None for a path or hub id."""
         return self.model[len(EMBEDDED_PREFIX) :] if self.model.startswith(EMBEDDED_PREFIX) else None
 
+    def model_is_local(self) -> bool:
+        """Whether the model is a directory on this machine (embedded, or a local path), not a hub id."""
+        return self.embedded_model is not None or self.local_model_path() is not None
+
     def local_model_path(self) -> Path | None:
         """The model as a local path when it looks like one (relative to the recipe file), else None."""
         if self.embedded_model is not None:

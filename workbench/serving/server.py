@@ -165,8 +165,7 @@ def plan_launch(
     over the caller's, so no two servers ever share a device.
     """
     model = resolve_model(recipe)
-    is_local = recipe.embedded_model is not None or recipe.local_model_path() is not None
-    env = launch_env(recipe, is_local, extra_env)
+    env = launch_env(recipe, recipe.model_is_local(), extra_env)
     placed = group.launch(recipe, env) if group is not None else None
     if placed is not None:
         env = {**{k: v for k, v in env.items() if k not in placed.unset}, **placed.env}

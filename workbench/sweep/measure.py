@@ -136,8 +136,9 @@ class ConfigMeasurer:
         """
         say = status or (lambda _text: None)
         say(f"starting server {params_text(points[0])}")
-        if prompts is None or self.spec.profile:  # the tokenizer is needed once the server is up
-            import_tokenizer_library_in_background()  # so its import overlaps the start
+        needs_tokenizer = prompts is None or self.spec.profile  # profiled points need it too
+        if needs_tokenizer:  # once the server is up; its import overlaps the start
+            import_tokenizer_library_in_background()
         started, started_at = time.monotonic(), time.time()
         try:
             launched = self._start(points[0], group)
@@ -148,7 +149,7 @@ class ConfigMeasurer:
             return
         try:
             began = time.monotonic()
-            book, tokenizer = self._prompts(points, launched.server, prompts)
+            book, tokenizer = self._prompts(points, launched.server, prompts, needs_tokenizer)
             launched = replace(launched, prompts_s=time.monotonic() - began)
             for index, point in enumerate(points):
                 yield self._measure(
@@ -161,11 +162,15 @@ class ConfigMeasurer:
             launched.server.stop()
 
     def _prompts(
-        self, points: Sequence[SweepPoint], server: Server, supplied: Callable[[], PromptBook | None] | None
+        self,
+        points: Sequence[SweepPoint],
+        server: Server,
+        supplied: Callable[[], PromptBook | None] | None,
+        needs_tokenizer: bool,
     ) -> tuple[PromptBook, Any]:
         """The points' prompts, and the tokenizer when this process needs one (no book handed in, or profiling)."""
         book = supplied() if supplied is not None else None
-        if book is not None and not self.spec.profile:
+        if book is not None and not needs_tokenizer:
             return book, None
         tokenizer = load_tokenizer(model_dir(server.url, server.model))
         return book or prompt_book(self.spec, points, tokenizer), tokenizer

@@ -216,7 +216,7 @@ def prompt_books(
     books: list[PromptBook | None] = []
     for points in configs:
         recipe = points[0].recipe
-        if recipe.embedded_model is None and recipe.local_model_path() is None:
+        if not recipe.model_is_local():
             books.append(None)
             continue
         directory = resolve_model(recipe)

@@ -99,22 +99,25 @@ class SweepReport:
         return self.side_by_side[self.side_by_side["overlap_s"] > 0]
 
     def interference_text(self) -> str:
-        """One line: how many points ran side by side, and whether the best ones were confirmed alone."""
+        """One line: how many points ran side by side, whether the best ones were confirmed alone, and
+        whether any server ran below normal CPU priority."""
         if self.side_by_side.empty:
             return "placement not recorded (a sweep stored before device groups)"
+        return self._sharing_text() + self._priority_text()
+
+    def _sharing_text(self) -> str:
         shared = int((self.side_by_side["overlap_s"] > 0).sum())
         if not shared:
-            return f"every point ran alone on its host ({len(self.side_by_side)} points)" + self._priority_text()
+            return f"every point ran alone on its host ({len(self.side_by_side)} points)"
         text = (
             f"{shared} of {len(self.side_by_side)} points ran side by side with points of other device groups "
             "on the same host (memory bandwidth and host CPU are shared)"
         )
         if self.confirm.empty:
-            return text + "; re-measure the best alone with --confirm-best K" + self._priority_text()
+            return text + "; re-measure the best alone with --confirm-best K"
         ratio = self.confirm["throughput_alone_over_side_by_side"].dropna()
         spread = f"{ratio.min():.2f}-{ratio.max():.2f}" if len(ratio) else "n/a"
-        confirmed = f"; {len(self.confirm)} best points re-measured alone: throughput alone / side by side = {spread}"
-        return text + confirmed + self._priority_text()
+        return text + f"; {len(self.confirm)} best points re-measured alone: throughput alone / side by side = {spread}"
 
     def _priority_text(self) -> str:
         """A warning clause when some servers ran below normal CPU priority (a niceness above 0)."""
