@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -97,11 +96,10 @@ def _ray(*args: str) -> subprocess.CompletedProcess:
 @contextlib.contextmanager
 def ray_head(groups: int) -> Iterator[float]:
     """A Ray head node on this machine offering `groups` CPU groups; yields its start time; stops it."""
+    from workbench.serving.server import free_port
     from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE, LOCAL_SYSTEM_CONFIG
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     began = time.monotonic()
     started = _ray(
         "start", "--head", f"--port={port}", f"--resources={json.dumps({CPU_GROUP_RESOURCE: groups})}",

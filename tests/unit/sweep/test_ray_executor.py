@@ -6,7 +6,6 @@ A real local Ray cluster runs in tests/integration/test_ray_sweep.py.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -93,10 +92,9 @@ def test_an_unreachable_cluster_is_one_error_naming_the_address_and_the_token_se
     Each attempt runs in its own process: Ray reads its timeouts and auth mode when it is imported."""
     pytest.importorskip("ray")
     from tests.conftest import REPO_ROOT
+    from workbench.serving.server import free_port
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{probe.getsockname()[1]}"  # nothing listens there once the probe closes
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
     quick = {
         f"RAY_{knob}": "1"
         for knob in (
