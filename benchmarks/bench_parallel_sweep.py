@@ -95,7 +95,10 @@ def _ray(*args: str) -> subprocess.CompletedProcess:
 
 @contextlib.contextmanager
 def ray_head(groups: int) -> Iterator[float]:
-    """A Ray head node on this machine offering `groups` CPU groups; yields its start time; stops it."""
+    """A Ray head node on this machine offering `groups` CPU groups; yields its start time; stops it.
+
+    `ray stop` stops every Ray process on the machine, not only this head: run the benchmark with no
+    other Ray cluster (a test session's, say) on it."""
     from workbench.serving.server import free_port
     from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE, LOCAL_SYSTEM_CONFIG
 
