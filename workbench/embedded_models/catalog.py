@@ -17,6 +17,7 @@ from typing import Any
 
 from workbench.embedded_models import cache, smollm2, smollm2_w8a8, tiny
 from workbench.errors import WorkbenchError
+from workbench.transformers_import import TRANSFORMERS_IMPORT
 
 
 class EmbeddedModel(str, enum.Enum):
@@ -96,7 +97,14 @@ def prepare(name: str | EmbeddedModel, *, force: bool = False) -> Path:
     """The ready-to-load HF directory of embedded model `name`, built (atomically) if needed."""
     model = EmbeddedModel.parse(name)
     recipe = RECIPES[model]
-    return cache.build_atomically(model_dir(model), recipe.fingerprint(), recipe.build, force=force)
+    target, fingerprint = model_dir(model), recipe.fingerprint()
+    if not force and cache.is_current(target, fingerprint):
+        return target  # no lock: a sweep prepares its model while its tokenizer import may hold it
+    # Builds use transformers, possibly while another thread imports it (a sweep's background tokenizer
+    # import, a second configuration's thread). Taken before the build's file lock, always in that order,
+    # so that a build that prepares another model (smollm2-w8a8 quantizes smollm2) cannot deadlock.
+    with TRANSFORMERS_IMPORT:
+        return cache.build_atomically(target, fingerprint, recipe.build, force=force)
 
 
 def resolve_model(spec: str | Path) -> Path:

@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 from workbench.errors import WorkbenchError
 from workbench.provenance import provenance
 from workbench.serving.client import model_dir, server_version
+from workbench.transformers_import import TRANSFORMERS_IMPORT, auto_tokenizer
 
 PERCENTILES = (50.0, 90.0, 99.0)
 _WORD_TOKEN = re.compile(r"^ [a-z]{2,}$")  # " apple": survives decode -> encode as exactly one token
@@ -578,21 +579,9 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     return box["value"]
 
 
-# transformers resolves its top-level names lazily, and two threads doing the first
-# `from transformers import AutoTokenizer` at once can see the name missing (ImportError): seen when
-# `sweep --parallel 2` measured its first two points at the same moment in a fresh process.
-_TRANSFORMERS_IMPORT = threading.Lock()
-
-
-def _auto_tokenizer() -> Any:
-    with _TRANSFORMERS_IMPORT:
-        from transformers import AutoTokenizer
-    return AutoTokenizer
-
-
 def _import_quietly() -> None:
     with contextlib.suppress(Exception):  # load_tokenizer imports again and raises what went wrong
-        _auto_tokenizer()
+        auto_tokenizer()
 
 
 def import_tokenizer_library_in_background() -> None:
@@ -609,14 +598,14 @@ def import_tokenizer_library_in_background() -> None:
 
 def load_tokenizer(model_dir: str | Path) -> Any:
     """The model's own tokenizer (transformers.AutoTokenizer on the local model directory)."""
-    AutoTokenizer = _auto_tokenizer()  # noqa: N806 (the class, under its own name)
     path = Path(model_dir)
     if not (path / "tokenizer_config.json").exists() and not (path / "tokenizer.json").exists():
         raise WorkbenchError(
             f"no tokenizer files in {path}: exact-length prompts need the model's tokenizer; pass --tokenizer DIR "
             "(a local Hugging Face model directory)"
         )
-    return AutoTokenizer.from_pretrained(str(path))
+    with TRANSFORMERS_IMPORT:  # from_pretrained imports the tokenizer's class lazily too
+        return auto_tokenizer().from_pretrained(str(path))
 
 
 def run_load(

@@ -155,3 +155,36 @@ def test_resolve_model_accepts_names_and_checkpoint_dirs(tiny_dir: Path, tmp_pat
         embedded_models.resolve_model(str(tmp_path))
     with pytest.raises(WorkbenchError, match="choose one of: tiny, smollm2"):
         embedded_models.prepare("llama-70b")
+
+
+BUILD_BESIDE_TOKENIZER_IMPORT = """
+import sys
+from workbench.embedded_models import prepare
+from workbench.serving import loadgen
+loadgen.import_tokenizer_library_in_background()  # what a sweep starts just before it prepares the model
+try:
+    print(prepare("tiny").name)
+except Exception as error:
+    print(repr(error))
+"""
+
+
+@pytest.mark.slow
+def test_a_first_build_beside_the_background_tokenizer_import_succeeds(tmp_path: Path) -> None:
+    """On a fresh machine, `sweep` built `tiny` while its background tokenizer import ran, and the build
+    failed with "module 'transformers' has no attribute 'GenerationConfig'" (transformers' lazy names, two
+    threads). Without the shared lock it failed here every time. Two fresh processes, each its own cache."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    trials = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILD_BESIDE_TOKENIZER_IMPORT], cwd=REPO_ROOT, text=True, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env={**os.environ, "ASCEND_WORKBENCH_CACHE": str(tmp_path / f"cache-{i}")},
+        )
+        for i in range(2)
+    ]  # fmt: skip
+    assert [t.communicate(timeout=300)[0].strip() for t in trials] == ["tiny", "tiny"]
