@@ -4,19 +4,22 @@
 
 Every sweep runs in a fresh Python process, as `ascend-workbench sweep` does, so no mode starts with
 another mode's imports already done (transformers alone is ~10 s of CPU here), and each measures every
-point into a fresh directory (so each starts every server). Serial (one server at a time on all
-cores) runs once; then `--rounds` rounds of parallel (one server per device group; on this 2-core
-machine two groups of one core) and Ray in alternating order: the same sweep run twice in a row
-differed by 10 s or more here. For each Ray run a cluster is started on this machine with
-`ray start --head` offering `--groups` units of the group resource (not timed: a sweep on Ascend
-connects to a cluster that is already up), the sweep connects with `--ray auto`, and the cluster is
-stopped again before the next run, so no parallel run shares the machine with it.
+point into a fresh directory (so each starts every server). Serial (one server at a time on all cores)
+runs once; then `--rounds` rounds of parallel (one server per device group; on this 2-core machine two
+groups of one core) and Ray in alternating order: the same sweep run twice in a row differed by 10 s or
+more here. For each Ray run a cluster is started on this machine with `ray start --head` offering
+`--groups` units of the group resource, with the system config `--ray local` uses (workers at the
+raylet's priority; not timed: a sweep on Ascend connects to a cluster that is already up), the sweep
+connects with `--ray auto`, and the cluster is stopped again before the next run, so no parallel run
+shares the machine with it.
 
-Prints each mode's wall time per round (the sweep's own, connecting to Ray included; and the whole
-process), the ratios parallel / serial (target <= 0.7) and Ray / parallel per round with their median
-(target <= 1.1), where each mode's time went, and the output throughput every point reports in every
-mode next to its serial value: on one machine the groups share memory bandwidth and the host CPU (on
-2 cores a group is half the machine, so a point measured side by side is expected to report less).
+Every point must have run at this process's niceness, or the run stops: modes measured at different CPU
+priorities are not comparable. Prints each mode's wall time per round (the sweep's own, connecting to
+Ray included; and the whole process), the ratios parallel / serial (target <= 0.7) and Ray / parallel
+per round with their median (target <= 1.1), where each mode's time went, and the output throughput
+every point reports in every mode next to its serial value: on one machine the groups share memory
+bandwidth and the host CPU (on 2 cores a group is half the machine, so a point measured side by side is
+expected to report less).
 """
 
 from __future__ import annotations
@@ -84,7 +87,11 @@ def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
     facts = json.loads(lines[-1])
     if facts["missing"] or facts["failed"]:
         raise SystemExit(f"{mode}: {facts['missing']} missing, failed points {facts['failed']} (logs in {out})")
-    return Run(mode, facts["sweep_s"], process_s, tuple(ResultStore(out / RESULTS_FILE).read()))
+    results = tuple(ResultStore(out / RESULTS_FILE).read())
+    lowered = sorted({r.placement.get("niceness") for r in results} - {os.nice(0)}, key=str)
+    if lowered:  # a mode whose servers ran at another priority is not comparable
+        raise SystemExit(f"{mode}: servers ran at niceness {lowered}, this benchmark at {os.nice(0)} (logs in {out})")
+    return Run(mode, facts["sweep_s"], process_s, results)
 
 
 def _ray(*args: str) -> subprocess.CompletedProcess:

@@ -25,7 +25,13 @@ from tests.integration.sweep_support import (
     wait_gone,
 )
 from workbench.sweep import PointStatus, expand, run_sweep
-from workbench.sweep.ray_executor import CPU_GROUP_RESOURCE
+from workbench.sweep.ray_executor import (
+    CPU_GROUP_RESOURCE,
+    LOCAL_SYSTEM_CONFIG,
+    NORMAL_PRIORITY,
+    priority_env,
+    priority_probe,
+)
 from workbench.sweep.runner import Execution
 
 pytestmark = MARKS
@@ -41,7 +47,8 @@ def ray_session():
         resources={CPU_GROUP_RESOURCE: 2},
         include_dashboard=False,
         logging_level=logging.WARNING,
-        _system_config={"agent_register_timeout_ms": 180_000},
+        # Ray's default worker priority (+15), unlike `--ray local`'s own cluster: the tasks must restore it
+        _system_config={"agent_register_timeout_ms": LOCAL_SYSTEM_CONFIG["agent_register_timeout_ms"]},
     )
     try:
         yield ray
@@ -87,7 +94,7 @@ def test_on_ray_the_spec_runs_a_killed_server_is_recorded_and_a_killed_worker_re
     assert retried.placement["worker_pid"] != retried_first.placement["worker_pid"]
     assert {r.placement["mode"] for r in outcome.results} == {"ray"}
     assert all(r.placement["node"] for r in outcome.results)
-    # Ray starts workers at niceness +15; the tasks ask for the raylet's (this process's) priority
+    # Ray starts workers at niceness +15 here; the tasks asked for the raylet's (this process's) priority
     assert {r.placement["niceness"] for r in outcome.results} == {os.nice(0)}
     # the Ray path measures the same spec: every point that was not killed is complete
     untouched = [r for r in outcome.results if r.point_id != second.point_id]
@@ -95,3 +102,14 @@ def test_on_ray_the_spec_runs_a_killed_server_is_recorded_and_a_killed_worker_re
     side_by_side_ok([first, retried_first])
     assert wait_gone(env) == []  # no server left on the node
     print(f"\nray (cluster already up), with one kill of each kind: {outcome.wall_s:.1f} s")
+
+
+def test_the_priority_probe_sees_workers_lowered_and_their_priority_restored(ray_session):
+    """On a cluster with Ray's default worker priority the sweep's probe finds workers below the raylet,
+    so its tasks carry NORMAL_PRIORITY, under which the probe finds them level. (A cluster started as
+    `--ray local` starts one gives no such answer: its tasks then use the workers Ray prestarted; were
+    that config ignored, the probe would say so and the tasks would fall back to this runtime_env.)"""
+    ray = ray_session
+    assert priority_env(ray) == NORMAL_PRIORITY
+    probe = ray.remote(priority_probe()).options(num_cpus=0, runtime_env=NORMAL_PRIORITY)
+    assert ray.get(probe.remote(), timeout=120) is False

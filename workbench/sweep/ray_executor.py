@@ -59,13 +59,18 @@ RAY_RESOURCE = {Device.NPU: "NPU", Device.CUDA: "GPU", Device.CPU: CPU_GROUP_RES
 LOCAL = "local"
 # A local head node on a busy 2-core machine needs more than Ray's default 30 s for its agents to
 # register (observed: 29 s under load, then "Timed out waiting for file ... metrics_agent_port").
-LOCAL_SYSTEM_CONFIG = {"agent_register_timeout_ms": 180_000}
-# Ray starts its workers at niceness +15 over the raylet (its `worker_niceness`), and the servers a task
-# starts inherit it: measured that way, a server yields the host CPU to every other process on the node,
-# unlike the service it stands for. Ray reads this variable from a task's runtime_env when it starts the
-# worker (its own job supervisor sets it the same way), so the task runs at the raylet's niceness, with
-# no privilege needed.
+# Ray starts its workers at niceness +15 over the raylet (`worker_niceness`), and the servers a task
+# starts inherit it: measured that way, a server yields the host CPU to every other process on the
+# node, unlike the service it stands for. A cluster started with worker_niceness 0 (this config; on a
+# real cluster `ray start --head --system-config '{"worker_niceness": 0}'`, which every node takes
+# from the head) runs them at the raylet's priority, prestarted workers included.
+LOCAL_SYSTEM_CONFIG = {"agent_register_timeout_ms": 180_000, "worker_niceness": 0}
+# On any other cluster each task sets the same value in its runtime_env (Ray's job supervisor does
+# too; a value in the cluster's system config wins over it). That needs no privilege, but Ray then
+# starts a fresh worker for every task instead of handing it one of the idle workers it prestarted,
+# hence only when a probe finds the workers lowered.
 NORMAL_PRIORITY = {"env_vars": {"RAY_worker_niceness": "0"}}
+PRIORITY_PROBE_TIMEOUT_S = 120.0
 GROUP_WAIT_S = 600.0  # a CPU task waits this long for its node's group lock (held by another driver)
 
 
@@ -147,12 +152,43 @@ def check_cluster(ray: Any, kind: Device, sizes: Sequence[int], address: str) ->
         )
 
 
-def task_options(kind: Device, size: int) -> dict[str, Any]:
-    """What one configuration's task asks Ray for: its device group, no plain CPU slot, normal priority."""
+def task_options(kind: Device, size: int, *, runtime_env: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What one configuration's task asks Ray for: its device group and no plain CPU slot (and the
+    runtime_env that restores normal priority, when the cluster's workers run below it)."""
+    extra = {"runtime_env": dict(runtime_env)} if runtime_env else {}
     if kind is Device.CUDA:
-        return {"num_gpus": size, "num_cpus": 0, "runtime_env": NORMAL_PRIORITY}
+        return {"num_gpus": size, "num_cpus": 0, **extra}
     resources = {RAY_RESOURCE[kind]: 1 if kind is Device.CPU else size}
-    return {"resources": resources, "num_cpus": 0, "runtime_env": NORMAL_PRIORITY}
+    return {"resources": resources, "num_cpus": 0, **extra}
+
+
+def priority_probe() -> Callable[[], bool]:
+    """A function telling whether the process calling it runs at a lower CPU priority (a higher niceness)
+    than its parent: in a Ray worker, than the raylet that started it.
+
+    Made inside this function, and using nothing but `os`, so that Ray ships it by value: the worker
+    answering need not import the workbench (~1.7 s of CPU here) first.
+    """
+    import os as system
+
+    def below_parent() -> bool:
+        return system.nice(0) > system.getpriority(system.PRIO_PROCESS, system.getppid())
+
+    return below_parent
+
+
+def priority_env(ray: Any) -> Mapping[str, Any] | None:
+    """NORMAL_PRIORITY when the cluster's workers run below their raylet's priority (Ray's default),
+    else None: asked of one worker by a task that takes no resource. Without an answer in time (a
+    cluster too busy to run it), the runtime_env is used: it is always correct, only slower to start."""
+    probe = ray.remote(priority_probe()).options(num_cpus=0, max_retries=0).remote()
+    try:
+        lowered = ray.get(probe, timeout=PRIORITY_PROBE_TIMEOUT_S)
+    except ray.exceptions.RayError:  # GetTimeoutError is one
+        with contextlib.suppress(Exception):
+            ray.cancel(probe, force=True)
+        lowered = True
+    return NORMAL_PRIORITY if lowered else None
 
 
 # -- inside the task (runs on the node Ray picked) --------------------------------------------------
@@ -287,10 +323,11 @@ def run_on_ray(
     kind = configs[0][0].recipe.device
     check_cluster(ray, kind, [group_size(c[0].recipe) for c in configs], address)
     task = ray.remote(config_task)
+    runtime_env = priority_env(ray)
     boxes = _submit_prompt_books(ray, measurer, configs)
 
     def submit(points: Sequence[SweepPoint], attempt: int) -> Any:
-        options = {**task_options(kind, group_size(points[0].recipe)), "max_retries": 0}
+        options = {**task_options(kind, group_size(points[0].recipe), runtime_env=runtime_env), "max_retries": 0}
         box = boxes.get(points[0].server_key, ())
         return task.options(**options).remote(measurer, tuple(points), kind, kv_budget_bytes, attempt, box)
 
@@ -332,13 +369,16 @@ def _submit_prompt_books(
     """Submit the prompt task; per configuration (by server key) a one-item list holding its object ref.
 
     No prompt task when the spec profiles: a profiled point needs the tokenizer in its own task anyway.
-    The task takes no group and no CPU slot, and runs at Ray's worker priority: it has a server start's
-    time (a minute or more) to finish before the first configuration asks for its object.
+    The task takes no group and no CPU slot. It runs at normal priority in a worker of its own (its
+    runtime_env rules out the idle workers Ray prestarted, which are left to the configuration tasks
+    submitted next, whose server starts are the critical path); it has a server start's time (a
+    minute or more) to finish before the first configuration asks for its object.
     """
     if measurer.spec.profile:
         return {}
     count = len(configs)
-    refs = ray.remote(prompt_books).options(num_cpus=0, num_returns=count).remote(measurer, [tuple(c) for c in configs])
+    options = {"num_cpus": 0, "num_returns": count, "runtime_env": NORMAL_PRIORITY}
+    refs = ray.remote(prompt_books).options(**options).remote(measurer, [tuple(c) for c in configs])
     refs = refs if count > 1 else [refs]
     return {points[0].server_key: [ref] for points, ref in zip(configs, refs, strict=True)}
 

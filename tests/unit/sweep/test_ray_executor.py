@@ -16,8 +16,11 @@ from workbench.errors import WorkbenchError
 from workbench.recipes import Device
 from workbench.sweep.ray_executor import (
     CPU_GROUP_RESOURCE,
+    LOCAL_SYSTEM_CONFIG,
+    NORMAL_PRIORITY,
     _lock_cpu_group,
     check_cluster,
+    priority_probe,
     task_options,
 )
 
@@ -32,12 +35,40 @@ class Nodes:
         return self._nodes
 
 
-def test_task_options_request_one_group_as_a_ray_resource_at_normal_priority():
+def test_task_options_request_one_group_as_a_ray_resource_and_the_priority_env_when_needed():
+    assert task_options(Device.NPU, 2) == {"resources": {"NPU": 2}, "num_cpus": 0}
+    assert task_options(Device.CUDA, 4) == {"num_gpus": 4, "num_cpus": 0}
+    assert task_options(Device.CPU, 2) == {"resources": {CPU_GROUP_RESOURCE: 1}, "num_cpus": 0}  # cores split in-group
     normal = {"env_vars": {"RAY_worker_niceness": "0"}}
-    assert task_options(Device.NPU, 2) == {"resources": {"NPU": 2}, "num_cpus": 0, "runtime_env": normal}
-    assert task_options(Device.CUDA, 4) == {"num_gpus": 4, "num_cpus": 0, "runtime_env": normal}
-    cpu = {"resources": {CPU_GROUP_RESOURCE: 1}, "num_cpus": 0, "runtime_env": normal}  # cores split in-group
-    assert task_options(Device.CPU, 2) == cpu
+    assert NORMAL_PRIORITY == normal
+    assert task_options(Device.NPU, 2, runtime_env=normal) == {
+        "resources": {"NPU": 2},
+        "num_cpus": 0,
+        "runtime_env": normal,
+    }
+    assert task_options(Device.CUDA, 1, runtime_env=normal)["runtime_env"] == normal
+    assert LOCAL_SYSTEM_CONFIG["worker_niceness"] == 0  # --ray local's own cluster needs no runtime_env
+
+
+CALL_PICKLED = """
+import sys
+import cloudpickle
+sys.modules["workbench"] = None  # as on a Ray worker that never imported it: importing it would fail
+print(cloudpickle.loads(sys.stdin.buffer.read())())
+"""
+
+
+@pytest.mark.parametrize("niceness", [0, 3])
+def test_the_priority_probe_travels_without_the_workbench_and_compares_with_its_parent(niceness):
+    """Ray ships the probe by value (cloudpickle), so a worker answers without importing the workbench;
+    `nice -n 3` execs the child at 3 over this process, its parent."""
+    import cloudpickle
+
+    probe = cloudpickle.dumps(priority_probe())
+    done = subprocess.run(
+        ["nice", "-n", str(niceness), sys.executable, "-c", CALL_PICKLED], input=probe, capture_output=True, check=True
+    )
+    assert done.stdout.decode().strip() == str(niceness > 0)
 
 
 def test_check_cluster_refuses_what_no_live_node_offers():
