@@ -81,6 +81,7 @@ def build_atomically(
     build: Callable[[Path], dict[str, Any]],
     *,
     force: bool = False,
+    guard: contextlib.AbstractContextManager[Any] | None = None,
 ) -> Path:
     """Return `target` holding a finished build of `fingerprint`, building it first if needed.
 
@@ -88,11 +89,13 @@ def build_atomically(
     fields. The staging directory becomes `target` only after `build` returned and provenance.json was
     written; on any exception (including KeyboardInterrupt) it is deleted and `target` is untouched.
     `force=True` rebuilds even a current `target` (it is replaced only once the new build is done).
+    `guard`, when given, is held only when a build may be needed (not for a current `target`), and is
+    entered before the file lock, always in that order.
     """
     if not force and is_current(target, fingerprint):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with exclusive_lock(target.parent / f".{target.name}.lock"):
+    with guard or contextlib.nullcontext(), exclusive_lock(target.parent / f".{target.name}.lock"):
         if not force and is_current(target, fingerprint):  # another process finished it while we waited
             return target
         _remove_abandoned_staging(target)

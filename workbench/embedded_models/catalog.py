@@ -97,14 +97,14 @@ def prepare(name: str | EmbeddedModel, *, force: bool = False) -> Path:
     """The ready-to-load HF directory of embedded model `name`, built (atomically) if needed."""
     model = EmbeddedModel.parse(name)
     recipe = RECIPES[model]
-    target, fingerprint = model_dir(model), recipe.fingerprint()
-    if not force and cache.is_current(target, fingerprint):
-        return target  # no lock: a sweep prepares its model while its tokenizer import may hold it
     # Builds use transformers, possibly while another thread imports it (a sweep's background tokenizer
-    # import, a second configuration's thread). Taken before the build's file lock, always in that order,
-    # so that a build that prepares another model (smollm2-w8a8 quantizes smollm2) cannot deadlock.
-    with TRANSFORMERS_IMPORT:
-        return cache.build_atomically(target, fingerprint, recipe.build, force=force)
+    # import, a second configuration's thread), so they hold its lock; a current model is returned
+    # without it (a sweep prepares its model while its tokenizer import may hold it). The lock comes
+    # before the build's file lock, so that a build that prepares another model (smollm2-w8a8 quantizes
+    # smollm2) cannot deadlock with a thread doing the same.
+    return cache.build_atomically(
+        model_dir(model), recipe.fingerprint(), recipe.build, force=force, guard=TRANSFORMERS_IMPORT
+    )
 
 
 def resolve_model(spec: str | Path) -> Path:

@@ -169,10 +169,9 @@ def priority_probe() -> Callable[[], bool]:
     Made inside this function, and using nothing but `os`, so that Ray ships it by value: the worker
     answering need not import the workbench (~1.7 s of CPU here) first.
     """
-    import os as system
 
     def below_parent() -> bool:
-        return system.nice(0) > system.getpriority(system.PRIO_PROCESS, system.getppid())
+        return os.nice(0) > os.getpriority(os.PRIO_PROCESS, os.getppid())
 
     return below_parent
 
