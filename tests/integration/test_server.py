@@ -15,7 +15,7 @@ import pytest
 from tests.integration.conftest import CASE_VAR, processes_with_marker
 from workbench.serving.crash import CrashKind, ServerFailure
 from workbench.serving.loadgen import Workload, run_load
-from workbench.serving.server import launch, live_processes
+from workbench.serving.server import AFTER_FAILED_REQUESTS_S, launch, live_processes
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +88,7 @@ def test_server_killed_mid_load(tiny_recipe, server_env, log_dir):
             time.sleep(0.2)
         os.kill(server.process.pid, signal.SIGKILL)  # the API server only: its EngineCore is orphaned
         loader.join(timeout=300)
-        report = server.diagnose()
+        report = server.diagnose(wait_s=AFTER_FAILED_REQUESTS_S)  # as the sweep does after failed requests
         assert report is not None and report.kind is CrashKind.KILLED and report.signal_name == "SIGKILL"
     assert live_processes(pgid) == []
     result = box["result"]

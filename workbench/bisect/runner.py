@@ -163,7 +163,7 @@ def probe_with_server(plan: FeaturePlan, *, startup_timeout_s: float | None = No
                         plan.compare.top_logprobs,
                     )
             except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
-                report = server.diagnose() or false_ready(
+                report = server.diagnose(wait_s=server_mod.AFTER_FAILED_REQUESTS_S) or false_ready(
                     f"{type(exc).__name__}: {exc}", server.log_text(), server.log_path
                 )
                 return _failed(

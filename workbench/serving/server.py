@@ -56,6 +56,9 @@ API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HOST = "127.0.0.1"
 TERM_GRACE_S = 20.0  # SIGTERM -> SIGKILL; vLLM shuts EngineCore down in a few seconds
 POLL_S = 0.5
+# How long a caller whose requests to a launched server failed waits for the server's exit to show
+# before it concludes the server is alive (see Server.diagnose).
+AFTER_FAILED_REQUESTS_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -307,9 +310,19 @@ class Server:
         """None while the launched process runs (or for an attached server)."""
         return self.process.poll() if self.process else None
 
-    def diagnose(self) -> CrashReport | None:
-        """A crash report when the launched process has exited, else None (it is running, or attached)."""
+    def diagnose(self, *, wait_s: float = 0.0) -> CrashReport | None:
+        """A crash report when the launched process has exited, else None (it is running, or attached).
+
+        `wait_s`: how long to wait for the process to exit, for a caller whose requests just failed
+        (`AFTER_FAILED_REQUESTS_S`). A killed server's sockets close before its exit can be collected
+        (the kernel tears a large process down first), so on a busy machine the client's errors can come
+        first: seen in the test session, where a SIGKILLed API server still looked alive to the
+        diagnosis made right after every request of the load had failed.
+        """
         code = self.exit_code()
+        if code is None and wait_s > 0 and self.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = self.process.wait(timeout=wait_s)
         if code is None:
             return None
         return classify(self.log_text(), code, log_path=self.log_path)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from workbench.serving.client import list_models
 from workbench.serving.crash import CrashReport, false_ready
-from workbench.serving.server import Server
+from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server
 
 DEFAULT_PROMPT = "What is the capital of France? Answer in one word."
 DEFAULT_COMPLETION_PROMPT = "The capital of France is"
@@ -227,8 +227,9 @@ def run_smoke(
                 answer,
             )
         )
-    diagnosis = server.diagnose()  # a launched server that died meanwhile explains everything
     failed = next((c for c in checks if not c.request_ok), None)
+    # a launched server that died meanwhile explains everything
+    diagnosis = server.diagnose(wait_s=AFTER_FAILED_REQUESTS_S if failed else 0.0)
     if diagnosis is None and failed is not None:
         diagnosis = false_ready(f"{failed.name}: {failed.detail}", server.log_text(), server.log_path)
     return SmokeReport(server.url, server.model, tuple(checks), diagnosis)

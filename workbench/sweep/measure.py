@@ -49,7 +49,7 @@ from workbench.serving.loadgen import (
     run_coroutine,
     run_load_async,
 )
-from workbench.serving.server import Server, plan_launch, start
+from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server, plan_launch, start
 from workbench.sweep.analysis import format_value
 from workbench.sweep.server_metrics import MetricsSampler
 from workbench.sweep.spec import SweepPoint, SweepSpec
@@ -224,7 +224,7 @@ class ConfigMeasurer:
             "wall_s": wall_s,
             "overhead_s": wall_s - start_s - result.summary.duration_s,
         }
-        crash = server.diagnose()
+        crash = server.diagnose(wait_s=AFTER_FAILED_REQUESTS_S if result.summary.failed else 0.0)
         profiled = self.spec.profile and crash is None
         profile = point_profiles.profile_point(server, point, self.out_dir, tokenizer) if profiled else {}
         window = (launched.started_at if first else began_at, time.time())

@@ -178,6 +178,33 @@ def test_server_is_a_context_manager(tmp_path):
     assert processes_running(str(server.plan.argv[1])) == []
 
 
+# Answers /health; a GET of /exit-soon is answered, then the process SIGKILLs itself 3 s later: a server on
+# its way out, as a killed vLLM server is when the client's requests have already failed.
+EXITS_SOON = FAKE_SERVER.replace(
+    "    def do_GET(self):\n",
+    "    def do_GET(self):\n"
+    "        if self.path == '/exit-soon':\n"
+    "            import os, signal, threading, time\n"
+    "            threading.Thread(target=lambda: (time.sleep(3), os.kill(os.getpid(), signal.SIGKILL))).start()\n",
+)
+assert EXITS_SOON != FAKE_SERVER
+
+
+def test_a_diagnosis_after_failed_requests_waits_for_the_server_on_its_way_out(tmp_path):
+    import httpx
+
+    from workbench.serving.server import AFTER_FAILED_REQUESTS_S
+
+    with start(plan_for(tmp_path, EXITS_SOON), progress=False) as server:
+        assert server.diagnose(wait_s=0.2) is None  # alive: waiting changes nothing
+        httpx.get(f"{server.url}/exit-soon", timeout=10)
+        assert server.diagnose() is None  # not dead yet: a diagnosis without waiting cannot see it
+        began = time.monotonic()
+        report = server.diagnose(wait_s=AFTER_FAILED_REQUESTS_S)
+        assert report is not None and report.kind is CrashKind.KILLED and report.signal_name == "SIGKILL"
+        assert time.monotonic() - began < AFTER_FAILED_REQUESTS_S  # it returned once the exit showed
+
+
 OWNER = textwrap.dedent(
     """
     import sys, time
