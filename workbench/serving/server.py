@@ -314,10 +314,10 @@ class Server:
         """A crash report when the launched process has exited, else None (it is running, or attached).
 
         `wait_s`: how long to wait for the process to exit, for a caller whose requests just failed
-        (`AFTER_FAILED_REQUESTS_S`). A killed server's sockets close before its exit can be collected
-        (the kernel tears a large process down first), so on a busy machine the client's errors can come
-        first: seen in the test session, where a SIGKILLed API server still looked alive to the
-        diagnosis made right after every request of the load had failed.
+        (`AFTER_FAILED_REQUESTS_S`). A killed server's sockets can close before its exit can be
+        collected, so on a busy machine the client's errors can come first: seen in a test session,
+        where a SIGKILLed API server still looked alive to the diagnosis made right after every
+        request of the load had failed.
         """
         code = self.exit_code()
         if code is None and wait_s > 0 and self.process is not None:
