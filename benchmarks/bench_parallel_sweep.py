@@ -4,19 +4,23 @@
 
 Every sweep runs in a fresh Python process, as `ascend-workbench sweep` does, so no mode starts with
 another mode's imports already done (transformers alone is ~10 s of CPU here), and each measures every
-point into a fresh directory (so each starts every server). Serial (one server at a time on all cores)
-runs once; then `--rounds` rounds of parallel (one server per device group; on this 2-core machine two
-groups of one core) and Ray in alternating order: the same sweep run twice in a row differed by 10 s or
-more here. For each Ray run a cluster is started on this machine with `ray start --head` offering
-`--groups` units of the group resource, with the system config `--ray local` uses (workers at the
-raylet's priority; not timed: a sweep on Ascend connects to a cluster that is already up), the sweep
-connects with `--ray auto`, and the cluster is stopped again before the next run, so no parallel run
-shares the machine with it.
+point into a fresh directory (so each starts every server). Each of `--rounds` rounds runs serial (one
+server at a time on all cores), parallel (one server per device group; on this 2-core machine two
+groups of one core) and Ray back to back, in an order rotated from round to round, and the ratios are
+taken within a round: this machine is a virtual one on a shared host, whose speed was seen to halve
+for minutes at a time (the same sweep took 37 s in one round and 88 s two rounds later), so a mode
+measured once and compared with runs made minutes later says more about the host than about the mode.
+For each Ray run a cluster is started on this machine with `ray start --head` offering `--groups` units
+of the group resource, with the system config `--ray local` uses (workers at the raylet's priority; not
+timed: a sweep on Ascend connects to a cluster that is already up), the sweep connects with `--ray
+auto`, and the cluster is stopped again before the next run, so no other run shares the machine with it.
 
 Every point must have run at this process's niceness, or the run stops: modes measured at different CPU
 priorities are not comparable. Prints each mode's wall time per round (the sweep's own, connecting to
 Ray included; and the whole process), the ratios parallel / serial (target <= 0.7) and Ray / parallel
-per round with their median (target <= 1.1), where each mode's time went, and the output throughput
+per round with their medians (target <= 1.1), the busy CPU seconds of the whole machine during each run
+(Ray's daemons included: the work a mode costs, however fast the host was) and a host-speed probe taken
+before it, where each mode's time went, and the output throughput
 every point reports in every mode next to its serial value: on one machine the groups share memory
 bandwidth and the host CPU (on 2 cores a group is half the machine, so a point measured side by side is
 expected to report less).
@@ -44,6 +48,8 @@ if __name__ == "__main__":
 PARALLEL_TARGET = 0.7
 RAY_TARGET = 1.1
 TIMINGS = ("server_start_s", "prompts_s", "warmup_s", "load_s")
+PROBE_LOOP = 2_000_000
+MODES = ("serial", "parallel", "ray")
 
 # What `ascend-workbench sweep --spec S --out D [--parallel N] [--ray auto]` does, less the report.
 SWEEP = """
@@ -65,13 +71,33 @@ class Run:
     mode: str
     sweep_s: float  # run_sweep's own wall time (for Ray: connecting to the cluster included)
     process_s: float  # the whole fresh process: interpreter, imports, sweep
+    machine_cpu_s: float  # CPU seconds every process on the machine spent meanwhile (Ray's daemons too)
+    probe_s: float  # the host-speed probe just before the run
     results: tuple
+
+
+def _machine_cpu_s() -> float:
+    """Busy CPU seconds of the whole machine so far (/proc/stat: user, nice, system, irq, softirq)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _speed_probe() -> float:
+    """Seconds for a fixed pure-Python loop on one core: this host's speed right now. The machine is
+    a virtual one on a shared host, and its speed was seen to halve between one run and the next for
+    minutes at a time; the probe shows when that happened, so rounds are compared within themselves."""
+    began = time.perf_counter()
+    sum(i * i for i in range(PROBE_LOOP))
+    return time.perf_counter() - began
 
 
 def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
     from workbench.sweep.runner import RESULTS_FILE
     from workbench.sweep.store import ResultStore
 
+    probe_s = _speed_probe()
+    cpu_before = _machine_cpu_s()
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", SWEEP, spec, str(out), mode, str(groups)],
@@ -81,6 +107,7 @@ def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
         timeout=3600,
     )
     process_s = time.monotonic() - began
+    machine_cpu_s = _machine_cpu_s() - cpu_before
     lines = done.stdout.strip().splitlines()
     if done.returncode or not lines:
         raise SystemExit(f"{mode} sweep into {out} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
@@ -91,7 +118,7 @@ def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
     lowered = sorted({r.placement.get("niceness") for r in results} - {os.nice(0)}, key=str)
     if lowered:  # a mode whose servers ran at another priority is not comparable
         raise SystemExit(f"{mode}: servers ran at niceness {lowered}, this benchmark at {os.nice(0)} (logs in {out})")
-    return Run(mode, facts["sweep_s"], process_s, results)
+    return Run(mode, facts["sweep_s"], process_s, machine_cpu_s, probe_s, results)
 
 
 def _ray(*args: str) -> subprocess.CompletedProcess:
@@ -136,58 +163,88 @@ def _throughputs(run: Run) -> dict[str, float]:
     return {r.point_id: r.summary["output_throughput"] for r in run.results}
 
 
+@dataclass(frozen=True)
+class Round:
+    serial: Run
+    parallel: Run
+    ray: Run
+    cluster_s: float  # `ray start --head` before the Ray run (not in its wall time)
+    order: tuple[str, ...]
+
+
+def _round(spec: str, root: Path, index: int, groups: int) -> Round:
+    """The three modes once each, back to back, in an order rotated by `index` (so no mode always runs
+    first, or always right after Ray's cluster was stopped)."""
+    order = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
+    done: dict[str, Run] = {}
+    started: list[float] = []
+    for mode in order:
+        if mode != "ray":
+            done[mode] = _sweep(spec, root / f"{mode}-{index}", mode, groups)
+            continue
+        with ray_head(groups) as cluster_s:
+            started.append(cluster_s)
+            done[mode] = _sweep(spec, root / f"ray-{index}", "ray", groups)
+    return Round(done["serial"], done["parallel"], done["ray"], started[0], order)
+
+
+def _ratio_line(name: str, ratios: list[float], target: float) -> str:
+    median = statistics.median(ratios)
+    return (
+        f"{name} per round {', '.join(f'{x:.2f}' for x in ratios)}; median {median:.2f} "
+        f"(target <= {target}): {'met' if median <= target else 'NOT met'}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="cpu-tiny", help="sweep spec (name or path)")
     parser.add_argument("--groups", type=int, default=2, help="device groups for --parallel and Ray")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of parallel and Ray, in alternating order")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of serial, parallel and Ray, in rotated order")
     args = parser.parse_args()
 
     from workbench.sweep import build_report, load_sweep_spec
 
     spec = load_sweep_spec(args.spec)
-    rounds: list[tuple[Run, Run, float]] = []  # (parallel, Ray, Ray cluster start s)
+    rounds: list[Round] = []
     with tempfile.TemporaryDirectory(prefix="bench-parallel-sweep-") as tmp:
-        root = Path(tmp)
-        serial = _sweep(args.spec, root / "serial", "serial", args.groups)
-        print(f"serial: {serial.sweep_s:.1f} s", flush=True)
         for index in range(args.rounds):
-            done: dict[str, Run] = {}
-            for mode in ("parallel", "ray") if index % 2 == 0 else ("ray", "parallel"):
-                if mode == "parallel":
-                    done[mode] = _sweep(args.spec, root / f"parallel-{index}", "parallel", args.groups)
-                    continue
-                with ray_head(args.groups) as cluster_s:
-                    done[mode] = _sweep(args.spec, root / f"ray-{index}", "ray", args.groups)
-            rounds.append((done["parallel"], done["ray"], cluster_s))
+            done = _round(args.spec, Path(tmp), index, args.groups)
+            rounds.append(done)
             print(
-                f"round {index}: parallel {done['parallel'].sweep_s:.1f} s, ray {done['ray'].sweep_s:.1f} s", flush=True
+                f"round {index} ({', '.join(done.order)}): serial {done.serial.sweep_s:.1f} s, "
+                f"parallel {done.parallel.sweep_s:.1f} s, ray {done.ray.sweep_s:.1f} s",
+                flush=True,
             )
-        labels = build_report(spec, serial.results).points.set_index("point_id")["label"]
+        labels = build_report(spec, rounds[0].serial.results).points.set_index("point_id")["label"]
 
     print(
-        f"\nspec {spec.name}: {len(serial.results)} points, {len({r.server_key for r in serial.results})} servers, "
-        f"{args.groups} groups, {args.rounds} rounds (parallel first in even rounds, Ray first in odd ones); "
-        "every sweep in a fresh process"
+        f"\nspec {spec.name}: {len(rounds[0].serial.results)} points, "
+        f"{len({r.server_key for r in rounds[0].serial.results})} servers, {args.groups} groups, {args.rounds} "
+        "rounds (the modes in rotated order); every sweep in a fresh process"
     )
-    print(f"{'mode':14s} {'sweep_s':>8s} {'process_s':>10s} {'/serial':>8s} {'/parallel':>10s}")
-    print(f"{'serial':14s} {serial.sweep_s:8.1f} {serial.process_s:10.1f} {1.0:8.2f}")
-    for index, (parallel, on_ray, _) in enumerate(rounds):
-        for run, versus in ((parallel, parallel), (on_ray, parallel)):
+    print("(cpu_s: busy CPU seconds of the whole machine during the run; probe_s: the host-speed probe before it)")
+    print(
+        f"{'mode':14s} {'sweep_s':>8s} {'process_s':>10s} {'/serial':>8s} {'/parallel':>10s} "
+        f"{'cpu_s':>7s} {'cpu/par':>8s} {'probe_s':>8s}"
+    )
+    for index, done in enumerate(rounds):
+        for run in (done.serial, done.parallel, done.ray):
+            versus = f"{run.sweep_s / done.parallel.sweep_s:10.2f}" if run.mode == "ray" else " " * 10
+            cpu = f"{run.machine_cpu_s / done.parallel.machine_cpu_s:8.2f}" if run.mode == "ray" else " " * 8
             print(
                 f"{f'{run.mode} #{index}':14s} {run.sweep_s:8.1f} {run.process_s:10.1f} "
-                f"{run.sweep_s / serial.sweep_s:8.2f} {run.sweep_s / versus.sweep_s:10.2f}"
+                f"{run.sweep_s / done.serial.sweep_s:8.2f} {versus} {run.machine_cpu_s:7.1f} {cpu} {run.probe_s:8.3f}"
             )
     print("\nseconds summed over each mode's points (server starts overlap in parallel and Ray):")
-    print(f"  {'serial':14s} {_breakdown(serial)}")
-    for index, (parallel, on_ray, _) in enumerate(rounds):
-        print(f"  {f'parallel #{index}':14s} {_breakdown(parallel)}")
-        print(f"  {f'ray #{index}':14s} {_breakdown(on_ray)}")
-    starts = ", ".join(f"{s:.1f}" for _, _, s in rounds)
+    for index, done in enumerate(rounds):
+        for run in (done.serial, done.parallel, done.ray):
+            print(f"  {f'{run.mode} #{index}':14s} {_breakdown(run)}")
+    starts = ", ".join(f"{done.cluster_s:.1f}" for done in rounds)
     print(f"(`ray start --head` before each Ray run, not in its wall time: {starts} s)")
-    parallel, on_ray, _ = rounds[0]
+    first = rounds[0]
     print("\noutput throughput per point, round 0:")
-    base, side, remote = _throughputs(serial), _throughputs(parallel), _throughputs(on_ray)
+    base, side, remote = _throughputs(first.serial), _throughputs(first.parallel), _throughputs(first.ray)
     print(f"\n{'point':40s} {'serial':>8s} {'parallel':>9s} {'ray':>8s} {'par/ser':>8s} {'ray/ser':>8s}  tok/s")
     for point_id, value in base.items():
         print(
@@ -195,16 +252,15 @@ def main() -> int:
             f"{side[point_id] / value:8.2f} {remote[point_id] / value:8.2f}"
         )
 
-    parallel_ratio = statistics.median(p.sweep_s for p, _, _ in rounds) / serial.sweep_s
-    ray_ratios = [r.sweep_s / p.sweep_s for p, r, _ in rounds]
-    ray_ratio = statistics.median(ray_ratios)
+    print()
     print(
-        f"\nparallel / serial wall (median parallel) = {parallel_ratio:.2f} (target <= {PARALLEL_TARGET}): "
-        f"{'met' if parallel_ratio <= PARALLEL_TARGET else 'NOT met'}"
+        _ratio_line("parallel / serial wall", [d.parallel.sweep_s / d.serial.sweep_s for d in rounds], PARALLEL_TARGET)
     )
+    print(_ratio_line("ray / parallel wall", [d.ray.sweep_s / d.parallel.sweep_s for d in rounds], RAY_TARGET))
+    cpu_ratios = [d.ray.machine_cpu_s / d.parallel.machine_cpu_s for d in rounds]
     print(
-        f"ray / parallel wall per round {', '.join(f'{x:.2f}' for x in ray_ratios)}; median {ray_ratio:.2f} "
-        f"(target <= {RAY_TARGET}): {'met' if ray_ratio <= RAY_TARGET else 'NOT met'}"
+        f"ray / parallel machine CPU seconds per round {', '.join(f'{x:.2f}' for x in cpu_ratios)}; "
+        f"median {statistics.median(cpu_ratios):.2f} (the work Ray adds, on a host of any speed)"
     )
     return 0
 
