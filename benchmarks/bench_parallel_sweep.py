@@ -19,8 +19,10 @@ Every point must have run at this process's niceness, or the run stops: modes me
 priorities are not comparable. Prints each mode's wall time per round (the sweep's own, connecting to
 Ray included; and the whole process), the ratios parallel / serial (target <= 0.7) and Ray / parallel
 per round with their medians (target <= 1.1), the busy CPU seconds of the whole machine during each run
-(Ray's daemons included: the work a mode costs, however fast the host was) and a host-speed probe taken
-before it, where each mode's time went, and the output throughput
+(Ray's daemons included; near twice the wall time means both cores stayed busy, so a slower mode spent
+more CPU rather than waited; on a slowed host they grow with the wall time, since the guest is not told
+of the time the host takes away) and a host-speed probe taken before it, where each mode's time went,
+and the output throughput
 every point reports in every mode next to its serial value: on one machine the groups share memory
 bandwidth and the host CPU (on 2 cores a group is half the machine, so a point measured side by side is
 expected to report less).
@@ -260,7 +262,7 @@ def main() -> int:
     cpu_ratios = [d.ray.machine_cpu_s / d.parallel.machine_cpu_s for d in rounds]
     print(
         f"ray / parallel machine CPU seconds per round {', '.join(f'{x:.2f}' for x in cpu_ratios)}; "
-        f"median {statistics.median(cpu_ratios):.2f} (the work Ray adds, on a host of any speed)"
+        f"median {statistics.median(cpu_ratios):.2f} (they follow the host's speed as the wall times do)"
     )
     return 0
 
