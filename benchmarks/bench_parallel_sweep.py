@@ -18,11 +18,8 @@ auto`, and the cluster is stopped again before the next run, so no other run sha
 Every point must have run at this process's niceness, or the run stops: modes measured at different CPU
 priorities are not comparable. Prints each mode's wall time per round (the sweep's own, connecting to
 Ray included; and the whole process), the ratios parallel / serial (target <= 0.7) and Ray / parallel
-per round with their medians (target <= 1.1), the busy CPU seconds of the whole machine during each run
-(Ray's daemons included; near twice the wall time means both cores stayed busy, so a slower mode spent
-more CPU rather than waited; on a slowed host they grow with the wall time, since the guest is not told
-of the time the host takes away) and a host-speed probe taken before it, where each mode's time went,
-and the output throughput
+per round with their medians (target <= 1.1), a host-speed probe taken before each run, where each
+mode's time went, and the output throughput
 every point reports in every mode next to its serial value: on one machine the groups share memory
 bandwidth and the host CPU (on 2 cores a group is half the machine, so a point measured side by side is
 expected to report less).
@@ -73,16 +70,8 @@ class Run:
     mode: str
     sweep_s: float  # run_sweep's own wall time (for Ray: connecting to the cluster included)
     process_s: float  # the whole fresh process: interpreter, imports, sweep
-    machine_cpu_s: float  # CPU seconds every process on the machine spent meanwhile (Ray's daemons too)
     probe_s: float  # the host-speed probe just before the run
     results: tuple
-
-
-def _machine_cpu_s() -> float:
-    """Busy CPU seconds of the whole machine so far (/proc/stat: user, nice, system, irq, softirq)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def _speed_probe() -> float:
@@ -99,7 +88,6 @@ def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
     from workbench.sweep.store import ResultStore
 
     probe_s = _speed_probe()
-    cpu_before = _machine_cpu_s()
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", SWEEP, spec, str(out), mode, str(groups)],
@@ -109,7 +97,6 @@ def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
         timeout=3600,
     )
     process_s = time.monotonic() - began
-    machine_cpu_s = _machine_cpu_s() - cpu_before
     lines = done.stdout.strip().splitlines()
     if done.returncode or not lines:
         raise SystemExit(f"{mode} sweep into {out} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
@@ -120,7 +107,7 @@ def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
     lowered = sorted({r.placement.get("niceness") for r in results} - {os.nice(0)}, key=str)
     if lowered:  # a mode whose servers ran at another priority is not comparable
         raise SystemExit(f"{mode}: servers ran at niceness {lowered}, this benchmark at {os.nice(0)} (logs in {out})")
-    return Run(mode, facts["sweep_s"], process_s, machine_cpu_s, probe_s, results)
+    return Run(mode, facts["sweep_s"], process_s, probe_s, results)
 
 
 def _ray(*args: str) -> subprocess.CompletedProcess:
@@ -225,18 +212,14 @@ def main() -> int:
         f"{len({r.server_key for r in rounds[0].serial.results})} servers, {args.groups} groups, {args.rounds} "
         "rounds (the modes in rotated order); every sweep in a fresh process"
     )
-    print("(cpu_s: busy CPU seconds of the whole machine during the run; probe_s: the host-speed probe before it)")
-    print(
-        f"{'mode':14s} {'sweep_s':>8s} {'process_s':>10s} {'/serial':>8s} {'/parallel':>10s} "
-        f"{'cpu_s':>7s} {'cpu/par':>8s} {'probe_s':>8s}"
-    )
+    print("(probe_s: the host-speed probe before the run; lower is faster)")
+    print(f"{'mode':14s} {'sweep_s':>8s} {'process_s':>10s} {'/serial':>8s} {'/parallel':>10s} {'probe_s':>8s}")
     for index, done in enumerate(rounds):
         for run in (done.serial, done.parallel, done.ray):
             versus = f"{run.sweep_s / done.parallel.sweep_s:10.2f}" if run.mode == "ray" else " " * 10
-            cpu = f"{run.machine_cpu_s / done.parallel.machine_cpu_s:8.2f}" if run.mode == "ray" else " " * 8
             print(
                 f"{f'{run.mode} #{index}':14s} {run.sweep_s:8.1f} {run.process_s:10.1f} "
-                f"{run.sweep_s / done.serial.sweep_s:8.2f} {versus} {run.machine_cpu_s:7.1f} {cpu} {run.probe_s:8.3f}"
+                f"{run.sweep_s / done.serial.sweep_s:8.2f} {versus} {run.probe_s:8.3f}"
             )
     print("\nseconds summed over each mode's points (server starts overlap in parallel and Ray):")
     for index, done in enumerate(rounds):
@@ -259,11 +242,6 @@ def main() -> int:
         _ratio_line("parallel / serial wall", [d.parallel.sweep_s / d.serial.sweep_s for d in rounds], PARALLEL_TARGET)
     )
     print(_ratio_line("ray / parallel wall", [d.ray.sweep_s / d.parallel.sweep_s for d in rounds], RAY_TARGET))
-    cpu_ratios = [d.ray.machine_cpu_s / d.parallel.machine_cpu_s for d in rounds]
-    print(
-        f"ray / parallel machine CPU seconds per round {', '.join(f'{x:.2f}' for x in cpu_ratios)}; "
-        f"median {statistics.median(cpu_ratios):.2f} (they follow the host's speed as the wall times do)"
-    )
     return 0
 
 
