@@ -75,9 +75,8 @@ class Run:
 
 
 def _speed_probe() -> float:
-    """Seconds for a fixed pure-Python loop on one core: this host's speed right now. The machine is
-    a virtual one on a shared host, and its speed was seen to halve between one run and the next for
-    minutes at a time; the probe shows when that happened, so rounds are compared within themselves."""
+    """Seconds for a fixed pure-Python loop on one core: the host's speed right now (see the module
+    docstring for why it drifts)."""
     began = time.perf_counter()
     sum(i * i for i in range(PROBE_LOOP))
     return time.perf_counter() - began
@@ -166,15 +165,15 @@ def _round(spec: str, root: Path, index: int, groups: int) -> Round:
     first, or always right after Ray's cluster was stopped)."""
     order = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
     done: dict[str, Run] = {}
-    started: list[float] = []
+    cluster_s = 0.0
     for mode in order:
         if mode != "ray":
             done[mode] = _sweep(spec, root / f"{mode}-{index}", mode, groups)
             continue
-        with ray_head(groups) as cluster_s:
-            started.append(cluster_s)
+        with ray_head(groups) as head_s:
+            cluster_s = head_s
             done[mode] = _sweep(spec, root / f"ray-{index}", "ray", groups)
-    return Round(done["serial"], done["parallel"], done["ray"], started[0], order)
+    return Round(done["serial"], done["parallel"], done["ray"], cluster_s, order)
 
 
 def _ratio_line(name: str, ratios: list[float], target: float) -> str:
