@@ -266,13 +266,16 @@ def recipe_warnings(recipe: ServingRecipe) -> tuple[str, ...]:
     """What the method warns about in this recipe, in words that name the field.
 
     Today: `engine.gpu_memory_utilization` above the NPU ceiling (docs/METHOD.md §11), as stated by
-    `ascend_backend.kv_cache.sizing.utilization_warning` (the one statement of that rule).
+    `ascend_backend.kv_cache.sizing.utilization_warning` (the one statement of that rule). It is
+    imported only for a recipe that sets a utilization: importing any `ascend_backend` module runs the
+    package's `__init__`, which registers its ops and so imports torch (~2 s on 2 cores), and every
+    `sweep`, `serve` and `bench` reads a recipe before it starts its first server.
     """
-    from ascend_backend.kv_cache.sizing import CacheTarget, utilization_warning
-
     found = []
     utilization = recipe.engine.gpu_memory_utilization
     if utilization is not None:
+        from ascend_backend.kv_cache.sizing import CacheTarget, utilization_warning
+
         problem = utilization_warning(CacheTarget(_CACHE_TARGETS[recipe.device]), utilization)
         if problem is not None:
             found.append(f"engine.gpu_memory_utilization: {problem} (docs/METHOD.md §11)")

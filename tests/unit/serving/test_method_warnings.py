@@ -105,6 +105,27 @@ def test_the_cli_shows_recipe_warnings(tmp_path):
     assert "RecipeWarning" in out.stderr and "--gpu-memory-utilization 0.99 is above 0.95 on an NPU" in out.stderr
 
 
+# Reading a recipe that sets no utilization must not import ascend_backend (whose __init__ imports
+# torch): every sweep reads its recipes before its first server starts, so it would wait for torch.
+_READ_WITHOUT_TORCH = """
+import sys
+from workbench.recipes import load_serving_recipe
+from workbench.sweep.spec import expand, load_base_recipe, load_sweep_spec
+spec = load_sweep_spec("cpu-tiny")
+points = expand(spec, load_base_recipe(spec))
+load_serving_recipe("cpu-tiny")
+print(len(points), sorted(m for m in ("torch", "ascend_backend") if m in sys.modules))
+"""
+
+
+def test_reading_a_cpu_recipe_and_sweep_does_not_import_torch():
+    out = subprocess.run(
+        [sys.executable, "-c", _READ_WITHOUT_TORCH], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(maxsplit=1) == [str(len(expand(load_sweep_spec("cpu-tiny")))), "[]\n"]
+
+
 def test_ascend_sweep_compares_block_sizes_vllm_ascend_accepts():
     spec = load_sweep_spec("ascend-7b-chat")
     sizes = spec.grid.block_size
