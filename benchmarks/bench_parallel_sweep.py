@@ -1,6 +1,7 @@
 """The same tiny-model sweep serially, with `--parallel 2` and on a Ray cluster: wall time and throughput.
 
     .venv/bin/python benchmarks/bench_parallel_sweep.py [--spec cpu-tiny] [--groups 2] [--rounds 3]
+        [--modes serial,parallel,ray]
 
 Every sweep runs in a fresh Python process, as `ascend-workbench sweep` does, so no mode starts with
 another mode's imports already done (transformers alone is ~10 s of CPU here), and each measures every
@@ -10,6 +11,8 @@ groups of one core) and Ray back to back, in an order rotated from round to roun
 taken within a round: this machine is a virtual one on a shared host, whose speed was seen to halve
 for minutes at a time (the same sweep took 37 s in one round and 88 s two rounds later), so a mode
 measured once and compared with runs made minutes later says more about the host than about the mode.
+`--modes parallel,ray` leaves serial out, so that one sitting holds twice the rounds for the Ray ratio
+(a round of all three takes 4-5 minutes here, and one round's Ray / parallel ratio spread 0.94-1.33).
 For each Ray run a cluster is started on this machine with `ray start --head` offering `--groups` units
 of the group resource, with the system config `--ray local` uses (workers at the raylet's priority; not
 timed: a sweep on Ascend connects to a cluster that is already up), the sweep connects with `--ray
@@ -153,27 +156,27 @@ def _throughputs(run: Run) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Round:
-    serial: Run
-    parallel: Run
-    ray: Run
-    cluster_s: float  # `ray start --head` before the Ray run (not in its wall time)
-    order: tuple[str, ...]
+    runs: dict[str, Run]  # mode -> its run, in the order they ran
+    cluster_s: float | None  # `ray start --head` before the Ray run (not in its wall time)
+
+    def ratio(self, mode: str, base: str) -> float:
+        return self.runs[mode].sweep_s / self.runs[base].sweep_s
 
 
-def _round(spec: str, root: Path, index: int, groups: int) -> Round:
-    """The three modes once each, back to back, in an order rotated by `index` (so no mode always runs
-    first, or always right after Ray's cluster was stopped)."""
-    order = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
-    done: dict[str, Run] = {}
-    cluster_s = 0.0
+def _round(spec: str, root: Path, index: int, groups: int, modes: tuple[str, ...]) -> Round:
+    """Each mode once, back to back, in an order rotated by `index` (so no mode always runs first, or
+    always right after Ray's cluster was stopped)."""
+    order = modes[index % len(modes) :] + modes[: index % len(modes)]
+    runs: dict[str, Run] = {}
+    cluster_s = None
     for mode in order:
         if mode != "ray":
-            done[mode] = _sweep(spec, root / f"{mode}-{index}", mode, groups)
+            runs[mode] = _sweep(spec, root / f"{mode}-{index}", mode, groups)
             continue
         with ray_head(groups) as head_s:
             cluster_s = head_s
-            done[mode] = _sweep(spec, root / f"ray-{index}", "ray", groups)
-    return Round(done["serial"], done["parallel"], done["ray"], cluster_s, order)
+            runs[mode] = _sweep(spec, root / f"ray-{index}", "ray", groups)
+    return Round(runs, cluster_s)
 
 
 def _ratio_line(name: str, ratios: list[float], target: float) -> str:
@@ -184,11 +187,24 @@ def _ratio_line(name: str, ratios: list[float], target: float) -> str:
     )
 
 
+def _modes(text: str) -> tuple[str, ...]:
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown or len(set(modes)) != len(modes) or "parallel" not in modes or len(modes) < 2:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give parallel and at least one of serial, ray, once each (e.g. parallel,ray)"
+        )
+    return tuple(m for m in MODES if m in modes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="cpu-tiny", help="sweep spec (name or path)")
     parser.add_argument("--groups", type=int, default=2, help="device groups for --parallel and Ray")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of serial, parallel and Ray, in rotated order")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the modes, in rotated order")
+    parser.add_argument(
+        "--modes", type=_modes, default=MODES, help="modes each round runs: parallel and serial and/or ray"
+    )
     args = parser.parse_args()
 
     from workbench.sweep import build_report, load_sweep_spec
@@ -197,50 +213,54 @@ def main() -> int:
     rounds: list[Round] = []
     with tempfile.TemporaryDirectory(prefix="bench-parallel-sweep-") as tmp:
         for index in range(args.rounds):
-            done = _round(args.spec, Path(tmp), index, args.groups)
+            done = _round(args.spec, Path(tmp), index, args.groups, args.modes)
             rounds.append(done)
-            print(
-                f"round {index} ({', '.join(done.order)}): serial {done.serial.sweep_s:.1f} s, "
-                f"parallel {done.parallel.sweep_s:.1f} s, ray {done.ray.sweep_s:.1f} s",
-                flush=True,
-            )
-        labels = build_report(spec, rounds[0].serial.results).points.set_index("point_id")["label"]
+            runs = ", ".join(f"{mode} {run.sweep_s:.1f} s" for mode, run in done.runs.items())
+            print(f"round {index}: {runs}", flush=True)
+        first = rounds[0].runs["parallel"].results
+        labels = build_report(spec, first).points.set_index("point_id")["label"]
 
     print(
-        f"\nspec {spec.name}: {len(rounds[0].serial.results)} points, "
-        f"{len({r.server_key for r in rounds[0].serial.results})} servers, {args.groups} groups, {args.rounds} "
-        "rounds (the modes in rotated order); every sweep in a fresh process"
+        f"\nspec {spec.name}: {len(first)} points, {len({r.server_key for r in first})} servers, "
+        f"{args.groups} groups, {args.rounds} rounds of {', '.join(args.modes)} (in rotated order); every "
+        "sweep in a fresh process"
     )
     print("(probe_s: the host-speed probe before the run; lower is faster)")
     print(f"{'mode':14s} {'sweep_s':>8s} {'process_s':>10s} {'/serial':>8s} {'/parallel':>10s} {'probe_s':>8s}")
     for index, done in enumerate(rounds):
-        for run in (done.serial, done.parallel, done.ray):
-            versus = f"{run.sweep_s / done.parallel.sweep_s:10.2f}" if run.mode == "ray" else " " * 10
+        for mode, run in done.runs.items():  # in the order they ran
+            versus = {base: f"{done.ratio(mode, base):.2f}" if base in done.runs else "" for base in MODES}
             print(
-                f"{f'{run.mode} #{index}':14s} {run.sweep_s:8.1f} {run.process_s:10.1f} "
-                f"{run.sweep_s / done.serial.sweep_s:8.2f} {versus} {run.probe_s:8.3f}"
+                f"{f'{mode} #{index}':14s} {run.sweep_s:8.1f} {run.process_s:10.1f} {versus['serial']:>8s} "
+                f"{versus['parallel'] if mode == 'ray' else '':>10s} {run.probe_s:8.3f}"
             )
     print("\nseconds summed over each mode's points (server starts overlap in parallel and Ray):")
     for index, done in enumerate(rounds):
-        for run in (done.serial, done.parallel, done.ray):
-            print(f"  {f'{run.mode} #{index}':14s} {_breakdown(run)}")
-    starts = ", ".join(f"{done.cluster_s:.1f}" for done in rounds)
-    print(f"(`ray start --head` before each Ray run, not in its wall time: {starts} s)")
-    first = rounds[0]
-    print("\noutput throughput per point, round 0:")
-    base, side, remote = _throughputs(first.serial), _throughputs(first.parallel), _throughputs(first.ray)
-    print(f"\n{'point':40s} {'serial':>8s} {'parallel':>9s} {'ray':>8s} {'par/ser':>8s} {'ray/ser':>8s}  tok/s")
-    for point_id, value in base.items():
+        for mode, run in done.runs.items():
+            print(f"  {f'{mode} #{index}':14s} {_breakdown(run)}")
+    if "ray" in args.modes:
+        starts = ", ".join(f"{done.cluster_s:.1f}" for done in rounds)
+        print(f"(`ray start --head` before each Ray run, not in its wall time: {starts} s)")
+    base = "serial" if "serial" in args.modes else "parallel"
+    others = [m for m in args.modes if m != base]
+    throughputs = {mode: _throughputs(run) for mode, run in rounds[0].runs.items()}
+    print("\noutput throughput per point (tok/s), round 0:")
+    print(f"\n{'point':40s} " + " ".join(f"{m:>9s}" for m in (base, *others)) + "".join(
+        f" {f'{m[:3]}/{base[:3]}':>8s}" for m in others
+    ))  # fmt: skip
+    for point_id, value in throughputs[base].items():
         print(
-            f"{labels[point_id][:40]:40s} {value:8.1f} {side[point_id]:9.1f} {remote[point_id]:8.1f} "
-            f"{side[point_id] / value:8.2f} {remote[point_id] / value:8.2f}"
+            f"{labels[point_id][:40]:40s} {value:9.1f}"
+            + "".join(f" {throughputs[m][point_id]:9.1f}" for m in others)
+            + "".join(f" {throughputs[m][point_id] / value:8.2f}" for m in others)
         )
 
     print()
-    print(
-        _ratio_line("parallel / serial wall", [d.parallel.sweep_s / d.serial.sweep_s for d in rounds], PARALLEL_TARGET)
-    )
-    print(_ratio_line("ray / parallel wall", [d.ray.sweep_s / d.parallel.sweep_s for d in rounds], RAY_TARGET))
+    if "serial" in args.modes:
+        ratios = [d.ratio("parallel", "serial") for d in rounds]
+        print(_ratio_line("parallel / serial wall", ratios, PARALLEL_TARGET))
+    if "ray" in args.modes:
+        print(_ratio_line("ray / parallel wall", [d.ratio("ray", "parallel") for d in rounds], RAY_TARGET))
     return 0
 
 
