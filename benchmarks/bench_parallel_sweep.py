@@ -229,10 +229,11 @@ def main() -> int:
     print(f"{'mode':14s} {'sweep_s':>8s} {'process_s':>10s} {'/serial':>8s} {'/parallel':>10s} {'probe_s':>8s}")
     for index, done in enumerate(rounds):
         for mode, run in done.runs.items():  # in the order they ran
-            versus = {base: f"{done.ratio(mode, base):.2f}" if base in done.runs else "" for base in MODES}
+            per_serial = f"{done.ratio(mode, 'serial'):.2f}" if "serial" in done.runs else ""
+            per_parallel = f"{done.ratio(mode, 'parallel'):.2f}" if mode == "ray" else ""
             print(
-                f"{f'{mode} #{index}':14s} {run.sweep_s:8.1f} {run.process_s:10.1f} {versus['serial']:>8s} "
-                f"{versus['parallel'] if mode == 'ray' else '':>10s} {run.probe_s:8.3f}"
+                f"{f'{mode} #{index}':14s} {run.sweep_s:8.1f} {run.process_s:10.1f} {per_serial:>8s} "
+                f"{per_parallel:>10s} {run.probe_s:8.3f}"
             )
     print("\nseconds summed over each mode's points (server starts overlap in parallel and Ray):")
     for index, done in enumerate(rounds):
