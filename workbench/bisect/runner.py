@@ -21,8 +21,6 @@ records they hand back, so resuming works exactly as for a serial bisect.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import queue
 import threading
 import time
@@ -38,6 +36,7 @@ from workbench.bisect.plan import FeaturePlan, compose
 from workbench.errors import WorkbenchError
 from workbench.provenance import provenance
 from workbench.recipes import ServingRecipe
+from workbench.results.jsonl import JsonlLog
 from workbench.serving.client import server_version
 from workbench.serving.crash import CrashReport, ServerFailure, false_ready
 from workbench.serving.device_groups import DeviceGroup, DevicePool, group_size
@@ -97,32 +96,23 @@ def step_key(features: Sequence[str]) -> str:
 
 # ------------------------------------------------------------------------------------------- store
 class StepStore:
-    """Append-only JSONL of step records, one line per finished step; a torn last line is ignored."""
+    """The bisect's `JsonlLog` of step records, one line per finished step (see workbench.results.jsonl:
+    a torn or damaged line is not a step, so that step simply runs again)."""
 
     def __init__(self, out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.path = out_dir / STEPS_FILE
+        self._log = JsonlLog(self.path)
 
     def load(self) -> dict[str, StepRecord]:
-        records: dict[str, StepRecord] = {}
-        if not self.path.exists():
-            return records
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # an interrupted write: that step simply runs again
-            raw["features"] = tuple(raw["features"])
-            raw["outputs"] = tuple(raw.get("outputs", ()))
-            records[raw["key"]] = StepRecord(**raw)
-        return records
+        return {record.key: record for record in self._log.read(_step_record).records}
 
     def append(self, record: StepRecord) -> None:
-        line = json.dumps(asdict(record), default=str) + "\n"
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        self._log.append(asdict(record))
+
+
+def _step_record(raw: dict) -> StepRecord:
+    return StepRecord(**{**raw, "features": tuple(raw["features"]), "outputs": tuple(raw.get("outputs", ()))})
 
 
 # ------------------------------------------------------------------------------------------- probe

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.embedded_models.cache import downloads_root, write_json
+from workbench.embedded_models.cache import downloads_root
 from workbench.errors import WorkbenchError
+from workbench.results.files import write_json
 
 BUILD_VERSION = 2  # bump when the build below changes what it writes
 
@@ -189,7 +190,7 @@ def _make_tokenizer_config_portable(out_dir: Path, model_max_length: int) -> Non
     if template_path.is_file():
         config["chat_template"] = template_path.read_text(encoding="utf-8")
         template_path.unlink()
-    write_json(config_path, config)
+    write_json(config_path, config, indent=2, sort_keys=True)
 
 
 def _sha256(path: Path) -> str:

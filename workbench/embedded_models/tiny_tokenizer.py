@@ -18,8 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench.embedded_models.cache import write_json
 from workbench.errors import WorkbenchError
+from workbench.results.files import write_json
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -151,9 +151,13 @@ def write_tokenizer(out_dir: Path) -> SpecialTokenIds:
             "model_max_length": MODEL_MAX_LENGTH,
             "chat_template": CHAT_TEMPLATE,
         },
+        indent=2,
+        sort_keys=True,
     )
     write_json(
         out_dir / "special_tokens_map.json",
         {"eos_token": IM_END, "pad_token": ENDOFTEXT, "additional_special_tokens": [IM_START, IM_END]},
+        indent=2,
+        sort_keys=True,
     )
     return ids

@@ -5,22 +5,21 @@
     {"kind": "greedy", "id": "HumanEval/0", ...}
     {"kind": "execution", "id": "HumanEval/0", ...}
 
-Each line is encoded whole and written with one `os.write` on an O_APPEND descriptor, then fsynced, so an
-interruption leaves at most a torn last line without its newline; reading ignores it and the next append
-cuts it off (the rule of the sweep's result store). The header's `key` says what the lines measure (data
-set digest, served model and its directory, generation settings): a rerun with the same key resumes, a
-different key is refused so two models' results never mix in one file. For a (kind, id) written twice,
+The file is a `workbench.results.jsonl.JsonlLog`: an interruption leaves at most a torn last line, which
+is ignored and cut, and a damaged line is kept, reported and skipped (its request is measured again).
+The header's `key` says what the lines measure (data set digest, served model and its directory,
+generation settings): a rerun with the same key resumes, a different key is refused so two models'
+results never mix in one file. For a (kind, id) written twice,
 the later line wins (a retried request that failed before).
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.results.jsonl import JsonlLog
 
 
 class RecordFile:
@@ -32,6 +31,8 @@ class RecordFile:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._log = JsonlLog(self.path)
+        self._lines: tuple[dict[str, Any], ...] | None = None
         self._index: dict[str, dict[str, dict[str, Any]]] | None = None  # kind -> id -> last record
 
     def __repr__(self) -> str:
@@ -51,20 +52,12 @@ class RecordFile:
         return True
 
     def header(self) -> dict[str, Any] | None:
-        lines = self._complete_lines()
-        return lines[0] if lines and lines[0].get("kind") == "header" else None
+        return next((line for line in self._complete_lines() if line.get("kind") == "header"), None)
 
     def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=str) + "\n").encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._cut_torn_tail()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            if os.write(fd, line) != len(line):  # a short write to a regular file means a full disk
-                raise WorkbenchError(f"{self.path}: could not write a whole record (disk full?); free space and rerun")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._log.append(record)
+        if self._lines is not None:
+            self._lines = (*self._lines, record)
         if self._index is not None and "id" in record:
             self._index.setdefault(record["kind"], {})[record["id"]] = record
 
@@ -77,38 +70,10 @@ class RecordFile:
                     self._index.setdefault(record.get("kind", ""), {})[record["id"]] = record
         return self._index.get(kind, {})
 
-    def _complete_lines(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        complete = self.path.read_bytes().split(b"\n")[:-1]  # after the last newline: b"" or a torn write
-        records = []
-        for number, line in enumerate(complete, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except ValueError as exc:
-                raise WorkbenchError(
-                    f"{self.path}: line {number} is not a result record ({exc}); delete that line and rerun to "
-                    "measure that problem again"
-                ) from None
-        return records
-
-    def _cut_torn_tail(self) -> None:
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return
-        if size == 0:
-            return
-        with self.path.open("rb+") as handle:
-            handle.seek(size - 1)
-            if handle.read(1) == b"\n":
-                return
-            handle.seek(0)
-            handle.truncate(handle.read().rfind(b"\n") + 1)
-            handle.flush()
-            os.fsync(handle.fileno())
+    def _complete_lines(self) -> tuple[dict[str, Any], ...]:
+        if self._lines is None:
+            self._lines = self._log.read().records
+        return self._lines
 
 
 def _differences(old: Any, new: Any) -> str:

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workbench import settings
-from workbench.embedded_models.cache import exclusive_lock
+from workbench.results.files import exclusive_lock, write_json
 
 CHUNK = 8 << 20  # 8 MiB reads: large enough for throughput, small enough for memory
 PROGRESS_FROM_BYTES = 256 << 20  # show a progress bar when this much must actually be read
@@ -56,11 +54,7 @@ def _load_cache(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _save_cache(path: Path, data: dict[str, dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".files.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=0, sort_keys=True)
-    os.replace(tmp, path)
+    write_json(path, data, indent=0, sort_keys=True)
 
 
 def _stream_sha256(path: Path, bar: Any) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -32,6 +31,7 @@ from pydantic import Field, field_validator
 from workbench.errors import WorkbenchError
 from workbench.lock.stackdiff import StackChange, diff_fingerprints, flatten, ordered
 from workbench.recipes import Frozen, load_recipe_file
+from workbench.results.files import write_text
 
 LOCK_KIND = "ascend-workbench-lock"
 LOCK_FORMAT = 1
@@ -124,14 +124,6 @@ def constraints_text(packages: list[Package], header: str) -> str:
 # -- writing and reading ---------------------------------------------------------------------------
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 def default_constraints_path(out: Path) -> Path:
     """stack.lock.yaml -> stack.constraints.txt (beside the lock file)."""
     stem = out.name.split(".")[0] or "stack"
@@ -158,8 +150,8 @@ def write_lock(out: Path, *, constraints: Path | None = None, stack: dict[str, A
         "packages": {p.name: p.version for p in packages},
     }
     intro = f"# Stack lock (docs/METHOD.md §16). Check a machine against it: ascend-workbench lock check {out.name}\n"
-    _write_atomically(constraints, constraints_text(packages, header))
-    _write_atomically(out, intro + yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
+    write_text(constraints, constraints_text(packages, header))
+    write_text(out, intro + yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
     return out, constraints
 
 

@@ -136,7 +136,7 @@ def _group(runs: Sequence[Run]) -> dict[str, list[Run]]:
 
 
 def _latest(runs: Sequence[Run]) -> dict[str, Any]:
-    return max(runs, key=lambda r: r.created_at).fingerprint
+    return max(runs, key=lambda r: r.created_at).provenance
 
 
 def stack_key(key: str) -> bool:
@@ -149,9 +149,9 @@ def _mixed(side: str, runs: Sequence[Run]) -> str | None:
     appended after an upgrade): their spread then measures the upgrade as well as the noise."""
     keys: set[str] = set()
     for members in _group(runs).values():
-        stamped = sorted((r for r in members if r.fingerprint), key=lambda r: r.created_at)
+        stamped = sorted((r for r in members if r.provenance), key=lambda r: r.created_at)
         for run in stamped[1:]:
-            keys |= {c.key for c in diff_fingerprints(stamped[0].fingerprint, run.fingerprint) if c.counts}
+            keys |= {c.key for c in diff_fingerprints(stamped[0].provenance, run.provenance) if c.counts}
     return f"{side} mixes runs of different stacks ({', '.join(sorted(keys))} differ among them)" if keys else None
 
 
@@ -212,7 +212,7 @@ def regress(
     if not common:
         raise _different_workloads(baseline_name, base_groups, current_groups)
     notes = [_mixed(f"baseline {baseline_name!r}", baseline), _mixed("the results", current)]
-    if any(not r.fingerprint for r in (*baseline, *current)):
+    if any(not r.provenance for r in (*baseline, *current)):
         notes.append("some results carry no provenance stamp: their stack difference is unknown")
     return RegressReport(
         baseline_name,

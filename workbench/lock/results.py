@@ -1,6 +1,6 @@
 """The result files the workbench writes, read back as runs that `regress` can compare.
 
-Kinds read (each carries its provenance stamp; older files without one read with an empty fingerprint):
+Kinds read (each carries its provenance stamp; older files without one read with an empty stamp):
 
 - bench JSON (`ascend-workbench bench --json OUT`): {"meta", "workload", "summary", "requests"} -> one run;
 - sweep store (`DIR/results.jsonl`): one JSON point per line -> one run per point (a torn last line,
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.results.envelope import provenance_of
+from workbench.results.jsonl import JsonlLog
 
 RESULT_KINDS_HELP = "a bench JSON (bench --json), a sweep results.jsonl, or a compare-ops / compare-dumps --json report"
 
@@ -53,14 +55,14 @@ class Run:
     source: str
     series: str
     workload: dict[str, Any]
-    fingerprint: dict[str, Any]
+    provenance: dict[str, Any]
     metrics: dict[str, float] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
     status: str = "ok"
 
     @property
     def created_at(self) -> str:
-        return str(self.fingerprint.get("created_at") or "")
+        return str(self.provenance.get("created_at") or "")
 
 
 # -- workload identity --------------------------------------------------------------------------------
@@ -128,7 +130,7 @@ def _bench_run(data: dict[str, Any], source: str) -> Run:
         source,
         series_label(RunKind.BENCH, identity),
         identity,
-        data.get("meta") or {},
+        provenance_of(data),
         metrics=_numbers(summary),
         status=status,
     )
@@ -142,7 +144,7 @@ def _sweep_run(point: dict[str, Any], source: str) -> Run:
         f"{source} [{point.get('point_id')}]",
         series_label(RunKind.SWEEP_POINT, identity),
         identity,
-        point.get("fingerprint") or {},
+        provenance_of(point),
         metrics=_numbers(point.get("summary") or {}),
         status=status,
     )
@@ -160,7 +162,7 @@ def _dump_compare_run(data: dict[str, Any], source: str) -> Run:
         source,
         RunKind.DUMP_COMPARE.value,
         {"modules": len(verdicts)},
-        data.get("provenance") or {},
+        provenance_of(data),
         verdicts=verdicts,
     )
 
@@ -179,7 +181,7 @@ def _from_json(data: Any, path: Path) -> list[Run]:
     if isinstance(data, dict) and isinstance(data.get("rows"), list):
         rows = data["rows"]
         if all(isinstance(r, dict) and {"op", "case", "dtype", "verdict"} <= r.keys() for r in rows):
-            return [_op_suite_run(rows, data.get("provenance") or {}, source)]
+            return [_op_suite_run(rows, provenance_of(data), source)]
         if all(isinstance(r, dict) and {"key", "verdict"} <= r.keys() for r in rows):
             return [_dump_compare_run(data, source)]
     if isinstance(data, list) and data and all(isinstance(r, dict) and "verdict" in r and "op" in r for r in data):
@@ -187,24 +189,14 @@ def _from_json(data: Any, path: Path) -> list[Run]:
     raise _not_a_result(path, "not a result file the workbench writes")
 
 
-def _from_jsonl(text: str, path: Path) -> list[Run]:
-    lines = text.splitlines()
-    runs = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            point = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                continue  # a torn last line: the sweep was interrupted while writing it
-            raise _not_a_result(path, f"line {number} is not JSON") from None
-        if not isinstance(point, dict) or not {"point_id", "workload", "summary"} <= point.keys():
-            raise _not_a_result(path, f"line {number} is not a sweep point")
-        runs.append(_sweep_run(point, str(path)))
-    if not runs:
+def _from_jsonl(path: Path) -> list[Run]:
+    # The sweep's own log rule: a torn last line is an interrupted write and a line that is not JSON is
+    # reported and skipped (workbench.results.jsonl), so regress reads exactly the points the sweep reads.
+    records = JsonlLog(path).read().records
+    points = [r for r in records if {"point_id", "workload", "summary"} <= r.keys()]
+    if not points:
         raise _not_a_result(path, "holds no sweep point")
-    return runs
+    return [_sweep_run(point, str(path)) for point in points]
 
 
 def read_results(path: Path | str) -> list[Run]:
@@ -217,7 +209,7 @@ def read_results(path: Path | str) -> list[Run]:
     except (OSError, UnicodeDecodeError) as exc:
         raise _not_a_result(path, f"cannot be read as text ({exc})") from None
     if path.suffix == ".jsonl":
-        return _from_jsonl(text, path)
+        return _from_jsonl(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

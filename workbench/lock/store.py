@@ -18,18 +18,16 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.embedded_models.cache import exclusive_lock
 from workbench.errors import WorkbenchError
 from workbench.lock.results import Run, read_all, read_results
+from workbench.results.files import exclusive_lock, remove_tree, staged_directory, write_json
 from workbench.settings import data_dir
 
 MANIFEST = "manifest.json"
@@ -153,42 +151,25 @@ def _entry(original: Path, stored: str, digest: str, runs: list[Run], now: str) 
     }
 
 
-def _stage(
-    root: Path,
+def _fill(
+    staging: Path,
     name: str,
     old: dict[str, Any] | None,
     old_dir: Path | None,
     new: list[tuple[Path, str, list[Run]]],
     now: str,
-) -> Path:
-    """A complete baseline directory beside the store: the old files (when appending) plus the new ones."""
-    staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.staging-"))
-    try:
-        (staging / RESULTS).mkdir()
-        entries = list(old["files"]) if old else []
-        for entry in entries:
-            shutil.copy2(old_dir / entry["stored"], staging / entry["stored"])  # type: ignore[operator]
-        for path, digest, runs in new:
-            stored = f"{RESULTS}/{len(entries) + 1:03d}-{path.name}"
-            shutil.copy2(path, staging / stored)
-            entries.append(_entry(path, stored, digest, runs, now))
-        manifest = {"name": name, "created_at": old["created_at"] if old else now, "updated_at": now, "files": entries}
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return staging
-
-
-def _swap_in(staging: Path, target: Path) -> None:
-    """Put `staging` at `target`; an existing target is renamed away first and removed afterwards."""
-    retired = None
-    if target.exists():
-        retired = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-        os.rename(target, retired)
-    os.rename(staging, target)
-    if retired is not None:
-        shutil.rmtree(retired, ignore_errors=True)
+) -> None:
+    """Write a complete baseline directory into `staging`: the old files (when appending) plus the new ones."""
+    (staging / RESULTS).mkdir()
+    entries = list(old["files"]) if old else []
+    for entry in entries:
+        shutil.copy2(old_dir / entry["stored"], staging / entry["stored"])  # type: ignore[operator]
+    for path, digest, runs in new:
+        stored = f"{RESULTS}/{len(entries) + 1:03d}-{path.name}"
+        shutil.copy2(path, staging / stored)
+        entries.append(_entry(path, stored, digest, runs, now))
+    manifest = {"name": name, "created_at": old["created_at"] if old else now, "updated_at": now, "files": entries}
+    write_json(staging / MANIFEST, manifest)
 
 
 def save_baseline(name: str, paths: list[Path], *, replace: bool = False, append: bool = False) -> SaveOutcome:
@@ -222,11 +203,8 @@ def save_baseline(name: str, paths: list[Path], *, replace: bool = False, append
         if not new:
             raise WorkbenchError(f"baseline {name!r}: every file given is already stored in it; nothing to add")
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        staging = _stage(root, name, old, target if old else None, new, now)
-        try:
-            _swap_in(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        with staged_directory(target) as staging:
+            _fill(staging, name, old, target if old else None, new, now)
     return SaveOutcome(load_baseline(name), tuple(str(p) for p, _, _ in new), tuple(duplicates))
 
 
@@ -237,7 +215,5 @@ def delete_baseline(name: str) -> Path:
     if not target.is_dir():
         raise _unknown(name)
     with exclusive_lock(root / ".lock"):
-        retired = target.with_name(f".{name}.deleted-{os.getpid()}-{time.monotonic_ns()}")
-        os.rename(target, retired)
-        shutil.rmtree(retired, ignore_errors=True)
+        remove_tree(target)
     return target

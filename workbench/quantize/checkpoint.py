@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from workbench.errors import WorkbenchError
 from workbench.provenance import provenance
 from workbench.quantize.calibrate import calibration_texts, observe_ranges, tokenize
 from workbench.quantize.request import QuantizeRequest, QuantizeResult
+from workbench.results.files import staged_directory
 
 REPORT_FILE = "quantization.json"
 # Files of the source directory that are weights or its own bookkeeping, not model configuration.
@@ -52,16 +52,8 @@ def quantize_checkpoint(request: QuantizeRequest, *, progress: bool = True) -> Q
     out = request.out.expanduser().resolve()
     if out.exists() and any(out.iterdir()) and not request.force:
         raise WorkbenchError(f"--out {out} exists and is not empty; choose a new directory or pass --force")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.quantizing-", dir=out.parent))
-    try:
+    with staged_directory(out) as staging:
         result = build_into(request, staging, progress=progress)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return dataclasses.replace(result, out=out)
 
 

@@ -11,29 +11,22 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.provenance import provenance
+from workbench.results.files import write_text
 from workbench.scan.report import FINDING_COLUMNS, ScanReport
 
 CSV_PROVENANCE_PREFIX = "# provenance: "
 
 
-def _write_atomically(path: Path, text: str) -> Path:
-    path = Path(path)
+def _write(path: Path, text: str) -> Path:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.replace(tmp, path)
+        return write_text(path, text, newline="")
     except OSError as exc:
         raise WorkbenchError(f"{path}: cannot write the scan result ({exc.strerror}); choose another path") from None
-    return path
 
 
 def report_payload(report: ScanReport) -> dict[str, Any]:
@@ -53,7 +46,7 @@ def report_payload(report: ScanReport) -> dict[str, Any]:
 
 
 def write_json(report: ScanReport, path: str | Path) -> Path:
-    return _write_atomically(Path(path), json.dumps(report_payload(report), indent=1, ensure_ascii=False) + "\n")
+    return _write(Path(path), json.dumps(report_payload(report), indent=1, ensure_ascii=False) + "\n")
 
 
 def write_csv(report: ScanReport, path: str | Path) -> Path:
@@ -63,7 +56,7 @@ def write_csv(report: ScanReport, path: str | Path) -> Path:
     writer.writeheader()
     for finding in report.findings:
         writer.writerow({k: "" if v is None else v for k, v in finding.as_row().items()})
-    return _write_atomically(Path(path), buffer.getvalue())
+    return _write(Path(path), buffer.getvalue())
 
 
 def read_findings_csv(path: str | Path) -> tuple[dict[str, Any], list[dict[str, str]]]:

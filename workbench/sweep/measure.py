@@ -242,7 +242,7 @@ class ConfigMeasurer:
             latencies=_latencies(result),
             crash=_crash_dict(result, crash),
             profile=profile,
-            fingerprint=provenance(
+            provenance=provenance(
                 recipe=point.recipe, url=server.url, model=server.model, server_version=launched.version
             ),
             server_pids=tuple(server.group_pids()) or (server.process.pid,),
@@ -263,7 +263,7 @@ class ConfigMeasurer:
             status=PointStatus.START_FAILED,
             timings={"server_start_s": start_s, "server_reused": False, "wall_s": start_s, "overhead_s": 0.0},
             crash=report.as_row(),
-            fingerprint=provenance(recipe=point.recipe),
+            provenance=provenance(recipe=point.recipe),
             finished_at=_now(),
             placement=self._placement(group, (started_at, time.time()), None),
         )
@@ -301,7 +301,7 @@ def lost_result(spec: SweepSpec, point: SweepPoint, reason: str, placement: Mapp
             "results.jsonl and rerun the sweep to measure the point again",
             "evidence": reason[-2000:],
         },
-        fingerprint=provenance(recipe=point.recipe),
+        provenance=provenance(recipe=point.recipe),
         finished_at=_now(),
         placement=dict(placement),
     )

@@ -291,7 +291,7 @@ def config_task(
     prompts = (lambda: _book_from(ray, book_box)) if book_box else None
     with _task_group(kind, kv_budget_bytes) as group:
         for result in measurer.results(points, group, prompts=prompts):
-            yield result.to_json()
+            yield result.to_dict()
 
 
 # -- the driver -------------------------------------------------------------------------------------
@@ -353,7 +353,7 @@ def run_on_ray(
                 del pending[generator]
                 yield from _after_loss(job, exc, retries, submit, pending, measurer)
                 continue
-            result = PointResult.from_json(data)
+            result = PointResult.from_dict(data)
             pending[generator] = replace(job, points=tuple(p for p in job.points if p.point_id != result.point_id))
             yield result
     finally:

@@ -1,18 +1,15 @@
-"""The results store: one JSON line per finished point, appended atomically, read back as a table.
+"""The results store: one JSON line per finished point, read back as a table.
 
-Why JSON lines with one `os.write` per point: a sweep runs for hours and gets interrupted (Ctrl-C,
-SIGKILL, a full disk, a reboot). Each point is encoded completely first and then written with a single
-write on an O_APPEND descriptor followed by fsync, so a point is either on disk whole or — if the
-process dies in the middle of that write — present as a torn last line without its newline. Reading
-ignores such a tail, and the next append cuts it off before writing, so the store never holds a line
-glued to a fragment. Resuming is `done_ids()`: points already present are not measured again.
+A sweep runs for hours and gets interrupted (Ctrl-C, SIGKILL, a full disk, a reboot), so each point is
+appended to a `workbench.results.jsonl.JsonlLog` as soon as it is measured: a point is on disk whole or
+not at all, and a damaged line never costs the points around it. Resuming is `done_ids()`: points
+already present are not measured again. A point's provenance stamp is stored under `provenance`
+(points written before the key was unified carry it under `fingerprint`, and still read).
 """
 
 from __future__ import annotations
 
 import enum
-import json
-import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.errors import WorkbenchError
+from workbench.results.envelope import provenance_of
+from workbench.results.jsonl import JsonlLog
 
 
 class PointStatus(str, enum.Enum):
@@ -58,20 +56,21 @@ class PointResult:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     crash: dict[str, Any] | None = None
     profile: dict[str, Any] = field(default_factory=dict)
-    fingerprint: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
     server_pids: tuple[int, ...] = ()
     finished_at: str = ""
     placement: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = self.status.value
         data["server_pids"] = list(self.server_pids)
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PointResult:
+    def from_dict(cls, data: dict[str, Any]) -> PointResult:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["provenance"] = provenance_of(data)  # older points: under "fingerprint"
         known["status"] = PointStatus(known["status"])
         known["server_pids"] = tuple(known.get("server_pids") or ())
         return cls(**known)
@@ -120,68 +119,24 @@ def placement_columns(placement: dict[str, Any]) -> dict[str, Any]:
 
 
 class ResultStore:
-    """A JSONL file of `PointResult`s. Not thread-safe, by design: one writer per store — the sweep's driver
-    thread. Parallel and Ray workers hand their results to the driver, which appends them one by one."""
+    """The sweep's `JsonlLog` of `PointResult`s (one writer: the sweep's driver thread; parallel and Ray
+    workers hand their results to the driver, which appends them one by one)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._log = JsonlLog(self.path)
 
     def __repr__(self) -> str:
         return f"ResultStore({self.path})"
 
     def append(self, result: PointResult) -> None:
-        """Write one point durably: cut a torn tail, then one write + fsync of the whole line."""
-        line = (json.dumps(result.to_json(), separators=(",", ":"), default=str) + "\n").encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._cut_torn_tail()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            written = os.write(fd, line)
-            if written != len(line):  # regular files write all or fail; a short write means a full disk
-                raise WorkbenchError(
-                    f"{self.path}: wrote {written} of {len(line)} bytes (disk full?); free space and rerun "
-                    "the sweep: the torn line is ignored and that point is measured again"
-                )
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _cut_torn_tail(self) -> None:
-        """If the last line has no newline (a write cut short), truncate the file after the last newline."""
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return
-        if size == 0:
-            return
-        with self.path.open("rb+") as handle:
-            handle.seek(size - 1)
-            if handle.read(1) == b"\n":
-                return
-            handle.seek(0)
-            keep = handle.read().rfind(b"\n") + 1  # 0 when the only line is torn
-            handle.truncate(keep)
-            handle.flush()
-            os.fsync(handle.fileno())
+        """Write one point durably (see `workbench.results.jsonl`)."""
+        self._log.append(result.to_dict())
 
     def read(self) -> list[PointResult]:
-        """All complete points in file order. A torn last line is ignored; a bad middle line is an error."""
-        if not self.path.exists():
-            return []
-        # Everything after the last newline is b"" or a torn write, never a finished point.
-        complete = self.path.read_bytes().split(b"\n")[:-1]
-        results = []
-        for number, line in enumerate(complete, start=1):
-            if not line.strip():
-                continue
-            try:
-                results.append(PointResult.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise WorkbenchError(
-                    f"{self.path}: line {number} is not a point record ({exc}); delete that line and rerun the "
-                    "sweep to measure that point again"
-                ) from None
-        return results
+        """All complete points in file order; a damaged line is kept in the file, reported and skipped
+        (its point is measured again on resume), a torn last line is ignored."""
+        return list(self._log.read(PointResult.from_dict).records)
 
     def done_ids(self) -> set[str]:
         """Ids of points already in the store (any status): a resumed sweep skips these."""

@@ -63,7 +63,7 @@ def run_save(args: argparse.Namespace) -> int:
     print(
         f"baseline {args.name!r}: {len(outcome.added)} file(s) added, {len(baseline.runs)} run(s) in {len(series)} series"
     )
-    print(f"stack: {stack_summary(baseline.runs[-1].fingerprint.get('stack'))}")
+    print(f"stack: {stack_summary(baseline.runs[-1].provenance.get('stack'))}")
     print(f"stored in {baseline.path}")
     return 0
 
@@ -96,7 +96,7 @@ def run_list(args: argparse.Namespace) -> int:
             kinds = ", ".join(sorted({r.kind.value for r in b.runs}))
             print(f"{item.name:<24} {len(b.runs):>3} run(s) ({kinds})  updated {b.updated_at}")
             print(f"{'':<24} {'; '.join(sorted({r.series for r in b.runs}))}")
-            print(f"{'':<24} {stack_summary(b.runs[-1].fingerprint.get('stack'))}")
+            print(f"{'':<24} {stack_summary(b.runs[-1].provenance.get('stack'))}")
     return 0
 
 
@@ -108,7 +108,7 @@ def run_show(args: argparse.Namespace) -> int:
     from workbench.lock.thresholds import load_thresholds
 
     baseline = load_baseline(args.name)
-    latest = max(baseline.runs, key=lambda r: r.created_at).fingerprint
+    latest = max(baseline.runs, key=lambda r: r.created_at).provenance
     if args.json:
         print(json.dumps({"manifest": baseline.manifest, "latest_fingerprint": latest}, indent=1))
         return 0

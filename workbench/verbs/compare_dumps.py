@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     for note in s.mapping:
         print(f"engine vs reference: {note}")
     if args.json:
-        from workbench.provenance import add_provenance, provenance
+        from workbench.provenance import provenance
 
-        print(f"wrote {add_provenance(result.to_json(args.json), provenance())}")
+        print(f"wrote {result.write(args.json, provenance())}")
     return 0

@@ -71,14 +71,15 @@ def test_nan_origin_is_the_module_whose_inputs_were_finite(small_net, small_inpu
     assert s.reference_nan_origin is None
 
 
-def test_json_export_has_summary_and_rows(small_net, small_input, tmp_path, reference_dump):
+def test_json_export_has_provenance_summary_and_rows(small_net, small_input, tmp_path, reference_dump):
     result = compare_dumps(reference_dump, reference_dump)
-    path = result.to_json(tmp_path / "report" / "cmp.json")
+    path = result.write(tmp_path / "report" / "cmp.json", {"created_at": "now"})
     payload = json.loads(path.read_text())
+    assert payload["provenance"] == {"created_at": "now"}
     assert payload["summary"]["compared"] == len(EXECUTION_ORDER)
     assert [row["module"] for row in payload["rows"]] == EXECUTION_ORDER
     with pytest.raises(WorkbenchError, match="lies inside the dump"):
-        result.to_json(reference_dump / "cmp.json")
+        result.write(reference_dump / "cmp.json", {})
 
 
 def test_different_prompts_are_refused(small_net, small_input, tmp_path, reference_dump):

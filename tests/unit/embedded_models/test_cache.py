@@ -25,7 +25,7 @@ def test_first_build_renames_staging_into_place_with_provenance(tmp_path: Path) 
     assert cache.build_atomically(target, "fp-1", writer(calls, "A")) == target
     assert (target / "weights.bin").read_text() == "A"
     assert cache.read_provenance(target) == {"content": "A", "fingerprint": "fp-1"}
-    assert calls[0].startswith(".m.building-")
+    assert calls[0].startswith(".m.staging-")
     # Only the model and its lock file remain: no staging directory left behind.
     assert sorted(p.name for p in target.parent.iterdir()) == [".m.lock", "m"]
     assert target.stat().st_mode & 0o777 == 0o755
@@ -92,7 +92,7 @@ def test_directory_without_provenance_is_not_taken_as_ready(tmp_path: Path) -> N
 
 
 def test_leftovers_of_a_killed_build_are_removed_by_the_next_build(tmp_path: Path) -> None:
-    leftover = tmp_path / ".m.building-abc123"
+    leftover = tmp_path / ".m.staging-abc123"
     leftover.mkdir()
     (leftover / "model.safetensors").write_bytes(b"partial")
     cache.build_atomically(tmp_path / "m", "fp-1", writer([], "A"))

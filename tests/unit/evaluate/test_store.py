@@ -8,6 +8,7 @@ import pytest
 
 from workbench.errors import WorkbenchError
 from workbench.evaluate.store import RecordFile
+from workbench.results.jsonl import DamagedLineWarning
 
 HEADER = {"key": {"dataset": "text", "model": "m", "model_root": "/a"}, "provenance": {"created_at": "now"}}
 
@@ -54,8 +55,9 @@ def test_a_torn_last_line_is_ignored_then_cut_before_the_next_append(tmp_path: P
     assert path.read_text().count("\n") == 3
 
 
-def test_a_corrupt_middle_line_names_the_file_and_line(tmp_path: Path) -> None:
+def test_a_corrupt_middle_line_is_reported_with_its_number_and_the_records_around_it_read(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text('{"kind": "header", "key": {}}\nnot json\n{"kind": "nll", "id": "a"}\n')
-    with pytest.raises(WorkbenchError, match=r"x.jsonl: line 2 is not a result record"):
-        RecordFile(path).records("nll")
+    with pytest.warns(DamagedLineWarning, match=r"x.jsonl: line 2 is damaged"):
+        assert set(RecordFile(path).records("nll")) == {"a"}
+    assert "not json" in path.read_text()

@@ -1,15 +1,12 @@
-"""The results store: whole lines only, a torn tail is ignored and cut, resume sets are exact."""
+"""The sweep's results store: round trip, table, resume set; damage as the results log treats it."""
 
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
-import signal
 
 import pytest
 
-from workbench.errors import WorkbenchError
+from workbench.results.jsonl import DamagedLineWarning
 from workbench.sweep.store import PointResult, PointStatus, ResultStore, latencies_frame
 
 
@@ -43,58 +40,23 @@ def test_append_read_round_trip(tmp_path):
     assert "seed" not in frame.columns and list(frame["max_num_seqs"]) == [4, 4]
 
 
-def test_torn_last_line_is_ignored_then_cut_before_the_next_append(tmp_path):
+def test_a_damaged_point_is_kept_in_the_file_reported_and_measured_again(tmp_path):
     store = ResultStore(tmp_path / "r.jsonl")
     store.append(point("a"))
-    whole = json.dumps(point("b").to_json()).encode()
     with store.path.open("ab") as handle:
-        handle.write(whole[: len(whole) // 2])  # a write cut short by a kill
-    assert store.done_ids() == {"a"}
+        handle.write(b'{"point_id": "b"}\n')  # JSON, but not a point: no status, no sweep
     store.append(point("c"))
-    assert [r.point_id for r in store.read()] == ["a", "c"]
-    assert b'"point_id":"b"' not in store.path.read_bytes().replace(b" ", b"")
+    with pytest.warns(DamagedLineWarning, match=r"r\.jsonl: line 2 is damaged"):
+        assert store.done_ids() == {"a", "c"}
+    assert b'{"point_id": "b"}' in store.path.read_bytes()
 
 
-def test_only_line_torn(tmp_path):
+def test_points_stored_with_the_old_fingerprint_key_read_their_provenance(tmp_path):
     store = ResultStore(tmp_path / "r.jsonl")
-    store.path.write_bytes(b'{"point_id": "x", "sta')
-    assert store.read() == []
-    store.append(point("y"))
-    assert store.done_ids() == {"y"}
-    assert store.path.read_bytes().startswith(b'{"point_id":"y"')
-
-
-def test_corrupt_middle_line_names_file_and_line(tmp_path):
-    store = ResultStore(tmp_path / "r.jsonl")
-    store.append(point("a"))
-    with store.path.open("ab") as handle:
-        handle.write(b"garbage\n")
-    store.append(point("b"))
-    with pytest.raises(WorkbenchError, match=r"r\.jsonl: line 2 is not a point record.*delete that line"):
-        store.read()
-
-
-def _append_forever(path: str) -> None:
-    store = ResultStore(path)
-    index = 0
-    while True:
-        store.append(point(f"p{index}", float(index)))
-        index += 1
-
-
-def test_sigkill_mid_stream_leaves_only_whole_points(tmp_path):
-    """A writer killed at an arbitrary moment: every line read back is a complete, valid point."""
-    path = tmp_path / "r.jsonl"
-    writer = multiprocessing.get_context("fork").Process(target=_append_forever, args=(str(path),))
-    writer.start()
-    while not path.exists() or path.stat().st_size < 20_000:
-        pass
-    os.kill(writer.pid, signal.SIGKILL)
-    writer.join()
-    results = ResultStore(path).read()
-    assert len(results) >= 20
-    assert [r.point_id for r in results] == [f"p{i}" for i in range(len(results))]
-    assert all(r.summary["output_throughput"] == float(i) for i, r in enumerate(results))
+    old = {**point("a").to_dict(), "fingerprint": {"created_at": "2026-11-30T10:00:00+0000"}}
+    del old["provenance"]
+    store.path.write_text(json.dumps(old) + "\n")
+    assert store.read()[0].provenance == {"created_at": "2026-11-30T10:00:00+0000"}
 
 
 def test_latencies_frame_is_long(tmp_path):
