@@ -40,7 +40,8 @@ MAX_BLOCK_LINES = 400  # a longer run is cut; each part is triaged on its own
 # Generic triggers; the knowledge base adds its signatures (TriggerSet).
 _GENERIC_TRIGGER = (
     r"Traceback \(most recent call last\)|TraceBack \(most recent call last\)|\[FUNC:|\[FILE:"
-    r"|\[Error\]|Inner Error|terminate called|(?:^|[\s:)])[A-Za-z_][\w.]*(?:Error|Exception)(?::|$)"
+    r"|\[Error\]|[Ii]nner [Ee]rror|terminate called|File \"[^\"]+\", line \d+, in "
+    r"|(?:^|[\s:)])[A-Za-z_][\w.]*(?:Error|Exception)(?::|$)"
 )
 _EXCEPTION = re.compile(r"(?:^|[\s)])(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Fault|Interrupt)(?:: .*|$))")
 _PY_TRACEBACK = "Traceback (most recent call last):"
@@ -79,6 +80,7 @@ class _Open:
     quiet: int = 0
     last_time: LogTime | None = None
     raised: bool = False  # an exception line has been added
+    pid: int | None = None  # the first pid a line of the block named
 
 
 @functools.lru_cache(maxsize=8)
@@ -145,6 +147,7 @@ def extract_blocks(
     """The error blocks of one log, in the order they end (sort them by time to compare logs)."""
     from_path = path_place(path)
     open_blocks: dict[str, _Open] = {}
+    last_writer: str | None = None  # raw output continues the block of the line before it
 
     def close(stream: str) -> Iterator[ErrorBlock]:
         current = open_blocks.pop(stream, None)
@@ -161,9 +164,10 @@ def extract_blocks(
         if head.level is Level.CONTEXT and not codes:
             yield from close(head.stream)
             continue
-        current = open_blocks.get(head.stream)
+        stream = _writer(head, last_writer, open_blocks)
+        current = open_blocks.get(stream)
         if current is not None and _breaks(current, head):
-            yield from close(head.stream)
+            yield from close(stream)
             current = None
         # A warning that carries a CANN code is torch_npu reporting a device error without raising
         # ("[W530 ...] Warning: NPU warning, error code is 507035"): it counts as an error line.
@@ -171,12 +175,26 @@ def extract_blocks(
         if current is None:
             if not is_trigger:
                 continue
-            current = open_blocks[head.stream] = _Open(start=number)
+            current = open_blocks[stream] = _Open(start=number)
         _add(current, line, head, is_trigger)
+        last_writer = stream
         if current.quiet >= RAW_QUIET_LINES:
-            yield from close(head.stream)
+            yield from close(stream)
     for stream in list(open_blocks):
         yield from close(stream)
+
+
+def _writer(head: LineHead, last_writer: str | None, open_blocks: dict[str, _Open]) -> str:
+    """Whose block a line belongs to. Raw output (no process or logger prefix) continues the block of the
+    line before it: stderr continuation lines ("[Error]: ...", "EH9999: Inner Error!") carry no prefix,
+    and torch_npu's stamp after a c10 warning names the same process. It starts its own block when it
+    names another pid (two processes writing to one stderr) or starts a Python traceback."""
+    previous = open_blocks.get(last_writer) if last_writer is not None else None
+    if not head.raw or previous is None or head.body.lstrip().startswith(_PY_TRACEBACK):
+        return head.stream
+    if head.pid is not None and previous.pid not in (None, head.pid):
+        return head.stream
+    return last_writer
 
 
 def _add(current: _Open, line: str, head: LineHead, is_trigger: bool) -> None:
@@ -191,5 +209,7 @@ def _add(current: _Open, line: str, head: LineHead, is_trigger: bool) -> None:
         current.quiet += 1
     if head.time is not None:
         current.last_time = head.time
+    if current.pid is None:
+        current.pid = head.pid
     if not current.raised and head.body[:1] not in (" ", "\t") and _EXCEPTION.search(head.body):
         current.raised = True

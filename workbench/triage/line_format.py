@@ -46,6 +46,7 @@ class LineHead:
     worker: str | None  # vLLM's process tag without the pid, e.g. 'Worker_DP0_TP7_EP7'
     body: str  # the text after the prefixes
     plog: bool  # a CANN log record: its own timestamp on every line, grouped by time not by neighbours
+    raw: bool = False  # no process or logger prefix: stderr output, which continues the line before it
 
 
 _LEVELS = {
@@ -177,12 +178,14 @@ def parse_line(line: str) -> LineHead:
     pid, rank = prefix.pid if prefix.pid is not None else logger_pid, prefix.rank
     stream = prefix.stream or (f"pid {logger_pid}" if logger_pid is not None else "")
     body = line[end:]
+    raw = not prefix.stream and end == prefix.end
     stamp = _STAMP_PID.search(body)
     if stamp:  # torch_npu's '(PID:.., Device:.., RankID:..)' or CANN's '[PID: ..]', with a time beside it
         pid = pid if pid is not None else int(stamp["pid"] or stamp["mpid"])
+        stream = stream or (f"pid {pid}" if raw else "")
         if rank is None and stamp["rank"] is not None and int(stamp["rank"]) >= 0:
             rank = int(stamp["rank"])
         time = _text_time(body) or time
         if body.startswith("[ERROR] "):
             level = Level.ERROR
-    return LineHead(stream, level, time, pid, rank, prefix.worker, body, plog=False)
+    return LineHead(stream, level, time, pid, rank, prefix.worker, body, plog=False, raw=raw)
