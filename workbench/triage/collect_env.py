@@ -32,7 +32,7 @@ from typing import Any
 from workbench.envcheck.infofiles import parse_key_values
 from workbench.envcheck.npu_smi import NpuSmiParseError, NpuSmiTable, parse_npu_smi_info
 
-_MARKERS = ("Collecting environment information", "PyTorch version:", "vLLM Version:")
+_MARKERS = ("Collecting environment information", "PyTorch version", "vLLM Version", "Is debug build")
 _PIP = re.compile(r"^\[pip3?\] (?P<name>[\w.-]+)==(?P<version>\S+)", re.MULTILINE)
 _CONDA = re.compile(r"^\[conda\] (?P<name>[\w.-]+)\s+(?P<version>\d\S*)", re.MULTILINE)
 _ENV = re.compile(r"^(?P<key>(?:ASCEND|ATB|TORCH|PYTORCH|HCCL|VLLM|LD_LIBRARY)[A-Z0-9_]*)=(?P<value>.*)$", re.MULTILINE)
@@ -91,12 +91,14 @@ class CollectedEnv:
 
 
 def looks_like_collect_env(text: str) -> bool:
-    """Whether `text` holds a collect_env report (two of its section markers)."""
+    """Whether `text` holds a collect_env report (two of its markers; a crashed run prints one, and the
+    traceback is then triaged like any log)."""
     return sum(marker in text for marker in _MARKERS) >= 2
 
 
 def _field(text: str, label: str) -> str | None:
-    match = re.search(rf"^{re.escape(label)}:[ \t]*(.+?)\s*$", text, re.MULTILINE)
+    """'Label: value' (vllm-ascend) or 'Label     : value' (upstream vLLM's sectioned layout)."""
+    match = re.search(rf"^{re.escape(label)}[ \t]*:[ \t]*(.+?)\s*$", text, re.MULTILINE)
     value = match.group(1) if match else None
     return None if value in (None, "Could not collect", "N/A") else value
 

@@ -7,7 +7,7 @@ the file and the entry (`policy/error_codes.yaml: codes.507015.family: ...`).
 
 Loading checks what a reader would otherwise trip over later: every code is written the way logs print
 it, every family a code or signature names has its own advice, every citation is a reference key or an
-https address (GitHub files pinned to a tag or commit, never a branch), every pattern compiles. Whether a
+https address (files in a code host pinned to a tag or commit, never a branch), every pattern compiles. Whether a
 verify target exists in the workbench (an op of the suite, a feature, a check group, a recipe key) is
 checked by the tests, which can afford to load those tables.
 """
@@ -29,7 +29,7 @@ from workbench.triage.kinds import FailureKind
 # Codes as logs print them: six-digit aclError / runtime / aclnn codes, CANN message codes
 # (E + module character + four digits), torch_npu codes (ERR + two-digit module + three-digit type).
 CODE_FORMAT = re.compile(r"\d{6}|E[0-9A-Z]\d{4}|ERR\d{5}")
-_PINNED_GITHUB = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:blob|tree)/([\w.+-]+)/\S*")
+_FILE_REF = re.compile(r"https://[\w.-]+/[\w.-]+/[\w.-]+/(?:-/)?(?:blob|tree)/([\w.+-]+)/\S*")
 _MOVING_REFS = frozenset({"main", "master", "develop", "HEAD", "latest"})
 
 # How much a match counts when several in one error block point at different kinds (see the file header).
@@ -208,10 +208,12 @@ class KnowledgeBase(Frozen):
 
 
 def _check_url(url: str, what: str) -> None:
+    """An https address; a file in a code host (GitHub, GitCode: /blob/<ref>/ or /tree/<ref>/) is pinned
+    to a tag or commit, so what was read stays what is cited."""
     if not url.startswith("https://"):
         raise ValueError(f"{what} is not an https address")
-    pinned = _PINNED_GITHUB.fullmatch(url.split("#", 1)[0])
-    if url.startswith("https://github.com/") and ("/blob/" in url or "/tree/" in url):
+    if "/blob/" in url or "/tree/" in url:
+        pinned = _FILE_REF.fullmatch(url.split("#", 1)[0])
         if pinned is None or pinned.group(1) in _MOVING_REFS:
             raise ValueError(f"{what} must point at a file under a tag or commit, not a branch")
 
