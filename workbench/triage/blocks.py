@@ -72,8 +72,8 @@ class ErrorBlock:
 class _Open:
     """A block being collected (private to one extraction)."""
 
-    start: int
     lines: list[str] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)  # file line numbers (other writers' lines interleave)
     heads: list[LineHead] = field(default_factory=list)
     kept: int = 0  # lines up to here belong to the block; quiet raw lines after it are dropped
     first_trigger: int | None = None
@@ -129,8 +129,8 @@ def _finish(current: _Open, source: str, from_path: Place) -> ErrorBlock | None:
     text = "\n".join(lines)
     return ErrorBlock(
         source=source,
-        first_line=current.start + current.first_trigger,
-        last_line=current.start + current.kept - 1,
+        first_line=current.numbers[current.first_trigger],
+        last_line=current.numbers[current.kept - 1],
         lines=tuple(lines),
         time=min(times, key=lambda t: (not t.has_year, t.moment)) if times else None,
         codes=tuple(codes),
@@ -175,8 +175,8 @@ def extract_blocks(
         if current is None:
             if not is_trigger:
                 continue
-            current = open_blocks[stream] = _Open(start=number)
-        _add(current, line, head, is_trigger)
+            current = open_blocks[stream] = _Open()
+        _add(current, number, line, head, is_trigger)
         last_writer = stream
         if current.quiet >= RAW_QUIET_LINES:
             yield from close(stream)
@@ -197,7 +197,8 @@ def _writer(head: LineHead, last_writer: str | None, open_blocks: dict[str, _Ope
     return last_writer
 
 
-def _add(current: _Open, line: str, head: LineHead, is_trigger: bool) -> None:
+def _add(current: _Open, number: int, line: str, head: LineHead, is_trigger: bool) -> None:
+    current.numbers.append(number)
     current.lines.append(line)
     current.heads.append(head)
     continues = is_trigger or head.level is Level.ERROR or head.body[:1] in (" ", "\t") or head.time is not None

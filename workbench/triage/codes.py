@@ -61,7 +61,7 @@ _CODES = re.compile(
 )
 _HCCL_RESULT = re.compile(r"(?:HCCL function error|[Hh]ccl\w*).*?error code is (?P<hccl>\d{1,2})\b")
 # Quick filter: a line that holds none of these cannot hold a code.
-_MAY_HOLD_CODE = re.compile(r"\d{5}|ERR\d|\bE[0-9A-Z]\d")
+_MAY_HOLD_CODE = re.compile(r"\d{5}|ERR\d|\bE[0-9A-Z]\d|error code is \d")
 
 
 def find_codes(text: str) -> list[ErrorCode]:
