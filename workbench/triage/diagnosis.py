@@ -71,6 +71,8 @@ def _candidates(block: ErrorBlock, kb: KnowledgeBase) -> list[_Candidate]:
         if entry is not None:
             found.append(_Candidate(code.priority, order, entry, code, f"code {code.value}"))
     for signature in kb.signatures:
+        if block.codes and signature.consequence and signature.family is FailureKind.UNKNOWN:
+            continue  # "the engine died" next to a code: the code, even one without an entry, says more
         if _signature_hits(signature, block):
             found.append(_Candidate(signature.priority, len(block.codes), signature, None, f"signature {signature.id}"))
     return sorted(found, key=lambda c: (-c.priority, c.order))
