@@ -45,6 +45,7 @@ _GENERIC_TRIGGER = (
 )
 _EXCEPTION = re.compile(r"(?:^|[\s)])(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Fault|Interrupt)(?:: .*|$))")
 _PY_TRACEBACK = "Traceback (most recent call last):"
+_PLOG_THREAD = re.compile(r"\[[^\]]*\](?P<tid>\d+) ")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
@@ -107,6 +108,27 @@ def _breaks(current: _Open, head: LineHead) -> bool:
     return len(current.lines) >= MAX_BLOCK_LINES
 
 
+def _plog_thread(head: LineHead) -> str | None:
+    """The thread id of a CANN record ('[stars_engine.cc:1502]133843 ProcLogicCqReport:...' -> '133843')."""
+    match = _PLOG_THREAD.match(head.body) if head.plog else None
+    return match["tid"] if match else None
+
+
+def _block_time(heads: list[LineHead]) -> LogTime | None:
+    """When the failure happened: the earliest time of the block's lines. In a CANN log it is counted from
+    the first record with a code, and the records of the same thread just before it ('Task run failed'
+    before 'EZ9999'): the code-less ERROR records another thread logs every few milliseconds can keep a
+    block open for seconds before the failure."""
+    start = next((i for i, h in enumerate(heads) if find_codes(h.body)), 0)
+    thread = _plog_thread(heads[start]) if heads else None
+    if thread is None:
+        start = 0
+    while start > 0 and _plog_thread(heads[start - 1]) == thread:
+        start -= 1
+    times = [h.time for h in heads[start:] if h.time is not None]
+    return min(times, key=lambda t: (not t.has_year, t.moment)) if times else None
+
+
 def _finish(current: _Open, source: str, from_path: Place) -> ErrorBlock | None:
     if current.first_trigger is None:
         return None
@@ -125,14 +147,13 @@ def _finish(current: _Open, source: str, from_path: Place) -> ErrorBlock | None:
         match = _EXCEPTION.search(head.body)
         if match and not head.body.startswith((" ", "\t")):
             exception = match["exc"].strip()
-    times = [h.time for h in heads if h.time is not None]
     text = "\n".join(lines)
     return ErrorBlock(
         source=source,
         first_line=current.numbers[current.first_trigger],
         last_line=current.numbers[current.kept - 1],
         lines=tuple(lines),
-        time=min(times, key=lambda t: (not t.has_year, t.moment)) if times else None,
+        time=_block_time(heads),
         codes=tuple(codes),
         operators=tuple(operators),
         frames=tuple(frames),

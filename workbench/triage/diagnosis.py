@@ -56,8 +56,8 @@ def _describe_code(code: ErrorCode, kb: KnowledgeBase) -> str:
     return f"{code.value}" + (f" {entry.name}" if entry.name else "") + f": {entry.meaning}"
 
 
-def _signature_hits(signature: SignatureEntry, block: ErrorBlock) -> bool:
-    if not any(signature.regex.search(line) for line in block.lines):
+def _signature_hits(signature: SignatureEntry, block: ErrorBlock, text: str) -> bool:
+    if not signature.regex.search(text):  # one search per block: no pattern spans a line break
         return False
     if signature.frames_regex is None:
         return True
@@ -65,7 +65,7 @@ def _signature_hits(signature: SignatureEntry, block: ErrorBlock) -> bool:
 
 
 def _candidates(block: ErrorBlock, kb: KnowledgeBase) -> list[_Candidate]:
-    found = []
+    found, text = [], block.text
     for order, code in enumerate(block.codes):
         entry = kb.codes.get(code.value) if code.kind is not CodeKind.HCCL else None
         if entry is not None:
@@ -73,7 +73,7 @@ def _candidates(block: ErrorBlock, kb: KnowledgeBase) -> list[_Candidate]:
     for signature in kb.signatures:
         if block.codes and signature.consequence and signature.family is FailureKind.UNKNOWN:
             continue  # "the engine died" next to a code: the code, even one without an entry, says more
-        if _signature_hits(signature, block):
+        if _signature_hits(signature, block, text):
             found.append(_Candidate(signature.priority, len(block.codes), signature, None, f"signature {signature.id}"))
     return sorted(found, key=lambda c: (-c.priority, c.order))
 

@@ -92,6 +92,10 @@ class CodeEntry(Frozen):
     cite: tuple[str, ...] = Field(min_length=1)
 
 
+# Regular expression tokens that can match a line break or anchor at one.
+LINE_CROSSING = ("\\s", "\\n", "\\W", "\\D", "[^", "^", "$")
+
+
 class SignatureEntry(Frozen):
     """Words in a block that decide its kind, optionally only when the traceback passes through `frames`."""
 
@@ -115,6 +119,16 @@ class SignatureEntry(Frozen):
                 re.compile(value)
             except re.error as exc:
                 raise ValueError(f"not a regular expression ({exc})") from None
+        return value
+
+    @field_validator("pattern")
+    @classmethod
+    def _within_one_line(cls, value: str) -> str:
+        """A signature is searched in a block's text at once, so it must not match across or anchor at a
+        line break: the constructs that could are refused."""
+        crossing = [token for token in LINE_CROSSING if token in value]
+        if crossing:
+            raise ValueError(f"matches one line at a time: use ' ' or '[ \\t]' instead of {', '.join(crossing)}")
         return value
 
     @functools.cached_property

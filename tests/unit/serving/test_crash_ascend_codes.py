@@ -21,7 +21,11 @@ ENGINE_FAILED = "RuntimeError: Engine core initialization failed. See root cause
         ("va1558_507033_set_device_dp.log", CrashKind.DEVICE_INIT, "507033"),
         ("va8186_507010_lost_heartbeat_310p.log", CrashKind.DEVICE_FAULT, "507010"),
         ("va692_500001_setprecisionmode_soc_910.log", CrashKind.CANN_INIT, "500001"),
-        ("va37_ez1001_prompt_flash_attention_no_binary_310p.log", CrashKind.KERNEL_MISSING, "aclnnPromptFlashAttentionV3"),
+        (
+            "va37_ez1001_prompt_flash_attention_no_binary_310p.log",
+            CrashKind.KERNEL_MISSING,
+            "aclnnPromptFlashAttentionV3",
+        ),
         ("va9372_negative_kv_cache_memory.log", CrashKind.OOM_KV_PROFILING, "KV cache"),
         ("va2629_207005_capture_begin_alloc_sq_cq.log", CrashKind.GRAPH_CAPTURE, "207005"),
     ],
@@ -44,7 +48,10 @@ def test_an_unknown_code_is_reported_with_its_code_never_as_a_bare_unknown():
 def test_code_less_signatures_still_decide_what_they_always_did():
     for line, kind in [
         ("ValueError: No common block size for 16 (CPU_ATTN: [32, 64, 128]).", CrashKind.BLOCK_SIZE),
-        ("ImportError: libascendcl.so: cannot open shared object file: No such file or directory", CrashKind.CANN_NOT_SOURCED),
+        (
+            "ImportError: libascendcl.so: cannot open shared object file: No such file or directory",
+            CrashKind.CANN_NOT_SOURCED,
+        ),
         ("Bus error (core dumped)", CrashKind.SHM),
     ]:
         assert classify(line + "\n" + ENGINE_FAILED, exit_code=1).kind is kind

@@ -175,6 +175,19 @@ def test_plog_records_group_by_time_not_by_the_info_records_between():
     assert found[0].place.device == 5
 
 
+def test_a_plog_block_is_timed_by_its_first_coded_record_not_the_benign_errors_before_it():
+    benign = "[ERROR] PROFILING(7,python):2026-01-20-09:48:{s} [p.cc:1]12 MsprofCtrlCallback:profiling is not started"
+    fault = "[ERROR] RUNTIME(7,python):2026-01-20-09:48:14.{s} [a.cc:1]31 {m}"
+    text = "\n".join([
+        *(benign.format(s=f"1{i}.000.000") for i in range(5)),  # one a second: the 2 s gap never opens
+        fault.format(s="400.000", m="ProcLogicCqReport:Task run failed, device_id=5"),  # same thread as the code
+        fault.format(s="500.000", m="module_name=EZ9999"),
+    ])  # fmt: skip
+    (block,) = blocks(text)
+    assert len(block.lines) == 7
+    assert block.time.moment == dt.datetime(2026, 1, 20, 9, 48, 14, 400000)
+
+
 def test_a_chained_traceback_is_one_block_and_a_new_one_after_an_exception_is_another():
     text = "\n".join([
         "WorkerProc hit an exception.",

@@ -102,6 +102,8 @@ def test_a_malformed_entry_is_one_error_naming_the_file_and_the_entry(tmp_path):
     assert "'5070150' is not a code" in message
     message = _broken(tmp_path, lambda d: d["signatures"][0].update(pattern="(unclosed"))
     assert "signatures[0].pattern" in message and "not a regular expression" in message
+    message = _broken(tmp_path, lambda d: d["signatures"][0].update(pattern=r"out of\s+memory"))
+    assert "signatures[0].pattern" in message and "one line at a time" in message
     message = _broken(tmp_path, lambda d: d["codes"]["EZ9999"].update(cite=["no_such_reference"]))
     assert "codes.EZ9999" in message and "no_such_reference" in message
 

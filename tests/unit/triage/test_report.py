@@ -62,10 +62,10 @@ def test_a_consequence_is_never_first_while_a_cause_is_logged_even_when_earlier(
 @pytest.mark.parametrize(
     ("frame", "kind"),
     [
-        ("vllm/model_executor/model_loader/default_loader.py\", line 300, in load_weights", FailureKind.OOM_WEIGHTS),
-        ("vllm_ascend/worker/worker.py\", line 540, in determine_available_memory", FailureKind.OOM_KV_PROFILING),
-        ("vllm_ascend/worker/model_runner_v1.py\", line 5120, in capture_model", FailureKind.OOM_GRAPH_CAPTURE),
-        ("vllm_ascend/worker/model_runner_v1.py\", line 1932, in execute_model", FailureKind.OUT_OF_MEMORY),
+        ('vllm/model_executor/model_loader/default_loader.py", line 300, in load_weights', FailureKind.OOM_WEIGHTS),
+        ('vllm_ascend/worker/worker.py", line 540, in determine_available_memory', FailureKind.OOM_KV_PROFILING),
+        ('vllm_ascend/worker/model_runner_v1.py", line 5120, in capture_model', FailureKind.OOM_GRAPH_CAPTURE),
+        ('vllm_ascend/worker/model_runner_v1.py", line 1932, in execute_model', FailureKind.OUT_OF_MEMORY),
     ],
 )
 def test_out_of_memory_is_named_by_the_stage_its_traceback_shows(frame, kind):
@@ -85,7 +85,9 @@ def test_an_unknown_code_comes_out_with_its_code_its_digits_meaning_and_its_bloc
     d = first.diagnosis
     assert d.kind is FailureKind.UNKNOWN and not d.known
     assert str(d.code) == "507777" and "CANN runtime" in d.meaning and "internal" in d.meaning
-    assert "no entry" in d.basis and first.block.lines == ("RuntimeError: foo:bar NPU function error: x, error code is 507777",)
+    assert "no entry" in d.basis and first.block.lines == (
+        "RuntimeError: foo:bar NPU function error: x, error code is 507777",
+    )
 
 
 def test_unreadable_inputs_are_named_and_the_others_still_read(tmp_path):
@@ -115,6 +117,11 @@ def test_a_file_without_read_permission_is_a_problem_not_a_crash(tmp_path):
 def test_the_json_report_holds_every_event_with_place_code_and_advice():
     data = report_dict(triage_paths([CORPUS / "va4972_507014_aicore_timeout_with_watchdog.log"]))
     first = data["first_error"]
-    assert (first["kind"], first["code"], first["place"]["device"], first["place"]["pid"]) == ("aicore_timeout", "507014", 4, 285)
+    assert (first["kind"], first["code"], first["place"]["device"], first["place"]["pid"]) == (
+        "aicore_timeout",
+        "507014",
+        4,
+        285,
+    )
     assert first["verify"].startswith("ascend-workbench") and first["causes"] and first["cites"]
     assert len(data["events"]) == 2 and data["events"][0]["consequence"]
