@@ -312,15 +312,16 @@ def _measure(args: argparse.Namespace, root: Path, provenance) -> int:
     print(f"first error: {figures['first_error']}: {figures['first_error_kind']} ({figures['first_error_code']})")
     print(f"median: triage {triage_median:.2f} s ({figures['triage_mb_per_second']} MiB/s), grep -c ERROR "
           f"{grep_median:.3f} s, triage/grep {figures['triage_over_grep']}")  # fmt: skip
-    for problem in wrong:
-        print(f"FAIL: {problem}")
-    verdict = "PASS" if triage_median < TARGET_SECONDS and not wrong else "FAIL"
-    print(f"{verdict}: {figures['megabytes']} MiB triaged in {triage_median:.1f} s (target < {TARGET_SECONDS:.0f} s)")
+    if triage_median >= TARGET_SECONDS:
+        wrong.append(f"{triage_median:.1f} s is not under the target of {TARGET_SECONDS:.0f} s")
+    figures["failures"] = wrong
+    print("\n".join(f"FAIL: {problem}" for problem in wrong) or f"PASS: {figures['megabytes']} MiB triaged in "
+          f"{triage_median:.1f} s (target < {TARGET_SECONDS:.0f} s), the fault's rank, time and family found")  # fmt: skip
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"provenance": provenance(), **figures}, indent=1) + "\n")
         print(f"json: {args.json}")
-    return 0 if verdict == "PASS" else 1
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -79,10 +79,10 @@ class FamilyAdvice(Frozen):
     cite: tuple[str, ...] = Field(min_length=1)
 
 
-class CodeEntry(Frozen):
-    """One code: its meaning, its family, and advice of its own where the family's does not fit."""
+class Entry(Frozen):
+    """What a code or a signature says about a block: its family and meaning, advice of its own where
+    the family's does not fit, and whether it only follows from an earlier error."""
 
-    name: str | None = None  # the symbol or title the vendor gives it
     family: FailureKind
     meaning: str = Field(min_length=1)
     causes: tuple[str, ...] | None = None
@@ -92,34 +92,36 @@ class CodeEntry(Frozen):
     cite: tuple[str, ...] = Field(min_length=1)
 
 
+class CodeEntry(Entry):
+    """One code, with the symbol or title the vendor gives it."""
+
+    name: str | None = None
+
+
 # Regular expression tokens that can match a line break or anchor at one.
 LINE_CROSSING = ("\\s", "\\n", "\\W", "\\D", "[^", "^", "$")
 
 
-class SignatureEntry(Frozen):
+def _regular_expression(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression ({exc})") from None
+    return value
+
+
+class SignatureEntry(Entry):
     """Words in a block that decide its kind, optionally only when the traceback passes through `frames`."""
 
     id: str = Field(min_length=1)
     pattern: str
     frames: str | None = None
-    family: FailureKind
     priority: int = Field(ge=0, le=100)
-    meaning: str = Field(min_length=1)
-    causes: tuple[str, ...] | None = None
-    fix: str | None = None
-    verify: Verify | None = None
-    consequence: bool = False
-    cite: tuple[str, ...] = Field(min_length=1)
 
     @field_validator("pattern", "frames")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a regular expression ({exc})") from None
-        return value
+        return None if value is None else _regular_expression(value)
 
     @field_validator("pattern")
     @classmethod
@@ -150,9 +152,7 @@ class OperatorEntry(Frozen):
     @field_validator("names")
     @classmethod
     def _compile(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        for name in names:
-            re.compile(name)
-        return names
+        return tuple(_regular_expression(name) for name in names)
 
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
