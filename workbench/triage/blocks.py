@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from workbench.triage.codes import ErrorCode, find_codes
-from workbench.triage.frames import Frame, find_frame
+from workbench.triage.frames import Frame, find_frames
 from workbench.triage.line_format import PLOG_CONTEXT_STARTS, Level, LineHead, parse_line
 from workbench.triage.operators import find_operators
 from workbench.triage.places import Place, block_place, path_place
@@ -141,9 +141,7 @@ def _finish(current: _Open, source: str, from_path: Place) -> ErrorBlock | None:
     for head in heads:
         codes += [c for c in find_codes(head.body) if c not in codes]
         operators += [o for o in find_operators(head.body) if o not in operators]
-        frame = find_frame(head.body)
-        if frame:
-            frames.append(frame)
+        frames += find_frames(head.body)
         match = _EXCEPTION.search(head.body)
         if match and not head.body.startswith((" ", "\t")):
             exception = match["exc"].strip()

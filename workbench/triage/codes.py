@@ -59,9 +59,14 @@ _CODES = re.compile(
     r"|\b(?P<torch_npu>ERR\d{5})\b"
     r"|\b(?P<message>E[0-9A-Z]\d{4})\b"
 )
-_HCCL_RESULT = re.compile(r"(?:HCCL function error|[Hh]ccl\w*).*?error code is (?P<hccl>\d{1,2})\b")
+# An HcclResult: torch_npu's "HCCL function error: ..., error code is 6"; HCCL's own records in a plog,
+# "[ServerInit]call trace: hcclRet -> 19" and "[LinksEstablishCompleted] is failed. ret[9]." (the record's
+# source file, hccl_*.cc, names the module).
+_HCCL_RESULT = re.compile(
+    r"(?:HCCL function error|[Hh]ccl\w*).*?(?:error code is |hcclRet -> |ret\[)(?P<hccl>\d{1,2})(?!\d)"
+)
 # Quick filter: a line that holds none of these cannot hold a code.
-_MAY_HOLD_CODE = re.compile(r"\d{5}|ERR\d|\bE[0-9A-Z]\d|error code is \d")
+_MAY_HOLD_CODE = re.compile(r"\d{5}|ERR\d|\bE[0-9A-Z]\d|error code is \d|hcclRet|ret\[\d")
 
 
 def find_codes(text: str) -> list[ErrorCode]:

@@ -43,9 +43,9 @@ class Frame:
         return any(part in self.path for part in _LIBRARY_PARTS) or bool(_STDLIB.search(self.path))
 
 
-def find_frame(text: str) -> Frame | None:
-    match = _FRAME.search(text)
-    return Frame(match["path"], int(match["line"]), match["function"]) if match else None
+def find_frames(text: str) -> list[Frame]:
+    """The frames one line names, in order (a paste that lost its line breaks holds several)."""
+    return [Frame(m["path"], int(m["line"]), m["function"]) for m in _FRAME.finditer(text)]
 
 
 def calling_frame(frames: tuple[Frame, ...]) -> Frame | None:

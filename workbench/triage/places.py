@@ -23,6 +23,8 @@ _DEVICE = re.compile(
     r"|\(NPU (?P<e>\d+); |deviceId=(?P<f>\d+)|device\((?P<g>\d+)\)"
 )
 _RANK = re.compile(r"\[Rank (?P<rank>\d+)\]")
+# vLLM's process tag inside a line, where a paste lost its line breaks: '... (VllmWorkerProcess pid=270962) ...'.
+_PID_TAG = re.compile(r"\([^()]*\bpid=(?P<pid>\d+)[^()]*\)")
 _PLOG_FILE = re.compile(r"(?:plog|device)-(?P<pid>\d+)_\d+\.log$")
 _DEVICE_DIR = re.compile(r"^device-(?P<device>\d+)$")
 
@@ -64,8 +66,12 @@ def path_place(path: PurePath | None) -> Place:
 
 
 def block_place(heads: list[LineHead], text: str, from_path: Place) -> Place:
-    """The place of a block: prefixes first, then the words of the text, then the file's path."""
-    pid = next((h.pid for h in heads if h.pid is not None), from_path.pid)
+    """The place of a block: prefixes first, then the words of the text (a process tag inside a line), then
+    the file's path."""
+    pid = next((h.pid for h in heads if h.pid is not None), None)
+    if pid is None:
+        tag = _PID_TAG.search(text)
+        pid = int(tag["pid"]) if tag else from_path.pid
     rank = next((h.rank for h in heads if h.rank is not None), None)
     if rank is None:
         match = _RANK.search(text)

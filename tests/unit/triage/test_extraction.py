@@ -13,7 +13,7 @@ import pytest
 from workbench.triage import load_knowledge_base
 from workbench.triage.blocks import RAW_QUIET_LINES, extract_blocks, trigger_pattern
 from workbench.triage.codes import CodeKind, ErrorCode, find_codes
-from workbench.triage.frames import Frame, calling_frame, find_frame
+from workbench.triage.frames import Frame, calling_frame, find_frames
 from workbench.triage.line_format import Level, parse_line
 from workbench.triage.operators import find_operators, suite_op
 from workbench.triage.timestamps import make_time
@@ -98,6 +98,9 @@ def test_old_vllm_logger_and_uvicorn():
         ("module_name=EZ9999", [("message", "EZ9999")]),
         ("HCCL function error: hcclCommInitRootInfoConfig(numRanks), error code is 1", [("hccl", "1")]),
         ("OPS function error: HcclAllreduce, error code is 6", [("hccl", "6")]),
+        ("[hccl_socket_manager.cc:54] [2717288][ServerInit]call trace: hcclRet -> 19", [("hccl", "19")]),
+        ("[hccl_socket_manager.cc:830] [2734049][Wait][LinksEstablishCompleted] is failed. ret[9].", [("hccl", "9")]),
+        ("[api_c.cc:1] aclrtMalloc failed, ret[207001]", [("acl", "207001")]),
         # never codes: ids, sizes, hex driver codes, c10's month-day stamp, numbers too long
         ("Task run failed, device_id=5, stream_id=1206, task_id=507015", []),
         ("Failed to open device, retCode=0x7020014, deviceId=0.", []),
@@ -121,14 +124,27 @@ def test_code_priority_ranks_numeric_over_message_over_internal_over_torch_npu()
 
 def test_the_calling_frame_skips_torch_forwarding():
     frames = (
-        find_frame('  File "/x/vllm_ascend/quantization/w8a8.py", line 95, in apply'),
-        find_frame('  File "/y/site-packages/torch/_ops.py", line 1116, in call'),
+        *find_frames('  File "/x/vllm_ascend/quantization/w8a8.py", line 95, in apply'),
+        *find_frames('  File "/y/site-packages/torch/_ops.py", line 1116, in call'),
     )
     assert calling_frame(frames) == Frame("/x/vllm_ascend/quantization/w8a8.py", 95, "apply")
     assert str(calling_frame(frames)) == "vllm_ascend/quantization/w8a8.py:95 in apply"
-    only_library = (find_frame('  File "/usr/lib/python3.11/multiprocessing/process.py", line 108, in run'),)
+    only_library = tuple(find_frames('  File "/usr/lib/python3.11/multiprocessing/process.py", line 108, in run'))
     assert calling_frame(only_library) == only_library[0]
     assert calling_frame(()) is None
+
+
+def test_a_paste_that_lost_its_line_breaks_keeps_every_frame_and_the_process():
+    # vllm-ascend #1617 posted its traceback as one line: each frame and its process tag run on.
+    tag = "(VllmWorkerProcess pid=270962) ERROR 07-03 19:33:28 [multiproc_worker_utils.py:238]"
+    line = (
+        f'{tag} File "/e/vllm_ascend/models/qwen2_5_vl.py", line 84, in forward {tag} q, k, v = self.split_qkv(x) '
+        f'{tag} File "/e/vllm/model_executor/models/qwen2_5_vl.py", line 262, in split_qkv {tag} RuntimeError: x'
+    )
+    assert [f.line for f in find_frames(line)] == [84, 262]
+    (block,) = blocks('/p/torch/nn/modules/module.py", line 1747, in _call_impl ' + line)
+    assert str(calling_frame(block.frames)) == "vllm/model_executor/models/qwen2_5_vl.py:262 in split_qkv"
+    assert block.place.pid == 270962
 
 
 def test_operators_most_specific_first_and_mapped_to_the_suite():
