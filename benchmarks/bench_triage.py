@@ -18,8 +18,8 @@ ratio printed is triage seconds / grep seconds: what reading the errors costs ov
                                                 [--keep DIR] [--json OUT]
 
 Measured here (3 Dec 2026, 2 cores, median of 3): 100 MiB, 16 files, 723,284 records, 8 ranks, 1 % benign
-ERROR records: triage 0.56 s (178 MiB/s) against grep 0.053 s, ratio 10.7. With --error-share 0.2
-(108,493 ERROR lines): triage 6.35 s against grep 0.054 s, ratio 118. The fault's rank, device, time and
+ERROR records: triage 0.53 s (190 MiB/s) against grep 0.052 s, ratio 10.2. With --error-share 0.2
+(108,493 ERROR lines): triage 6.36 s against grep 0.052 s, ratio 121. The fault's rank, device, time and
 family were found in every run.
 """
 
