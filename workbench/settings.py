@@ -79,3 +79,7 @@ def notebooks_dir() -> Path:
 
 def recipes_dir() -> Path:
     return REPO_ROOT / "recipes"
+
+
+def policy_dir() -> Path:
+    return REPO_ROOT / "policy"

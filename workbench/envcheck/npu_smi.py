@@ -9,8 +9,11 @@ The table is fixed-width text whose columns vary by card family (samples in test
     | 0                         | 0000:C1:00.0  | 0           0    / 0          3339 / 65536         |
 
 Each chip is two lines between separators. 310-series cards have no HBM column (their memory is the
-"Memory-Usage" pair) and a `Device` id after the chip; A3 boards show a `Phy-ID` and two chips per NPU;
-the process table that follows has one line per process or "No running processes found in NPU n".
+"Memory-Usage" pair) and a `Device` id after the chip; A3 boards (Ascend910, 910C1) show a `Phy-ID` and
+two chips per NPU, and newer drivers (26.0) widen the columns; first-generation 910 cards (910PremiumA,
+910ProB) report both a DDR "Memory-Usage" pool and HBM; the process table that follows has one line per
+process or "No running processes found in NPU n". Tables pasted into bug reports often end without their
+closing separator: a chip's two lines at the end still count.
 Parsing goes by `|` cells and `a / b` pairs, never by character columns, so padding and trailing
 spaces do not matter.
 """
@@ -163,6 +166,8 @@ def parse_npu_smi_info(text: str) -> NpuSmiTable:
             proc = _process(stripped)
             if proc:
                 processes.append(proc)
+    if section == "chips" and len(pending) == 2:  # a table pasted without its closing separator
+        chips.append(_chip(pending[0], pending[1], has_hbm))
     return NpuSmiTable(header.group(1), header.group(2), tuple(chips), tuple(processes))
 
 

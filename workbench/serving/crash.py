@@ -14,11 +14,17 @@ then with one module at DEBUG, vLLM and CANN logs apart (§9) — not with every
 Log signatures are tried before the exit status because the API server usually exits with status 1
 even when its EngineCore child died from a signal; the child's status is recovered from vLLM's own
 "Failed core proc(s): {'EngineCore_DP0': -7}" line.
+
+Ascend's own errors go through the triage engine (`workbench.triage`, knowledge in
+`policy/error_codes.yaml`) first: it reads the CANN / AscendCL / aclnn / torch_npu / HCCL codes of the
+log into error blocks, names the first error across the processes that wrote the log, and gives its
+kind, meaning, fix and verify step. The signatures below are for what carries no Ascend code (a block
+size, a model path, a port, /dev/shm) and stay the fallback when the knowledge base cannot be read. A
+code the knowledge base has no entry for still comes out with its code and what its digits say.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 import signal
 from dataclasses import dataclass
@@ -26,26 +32,12 @@ from pathlib import Path
 
 from workbench.envcheck.shm import SHM_SIZE_FIX
 from workbench.errors import WorkbenchError
+from workbench.triage import ErrorEvent, triage_text
+from workbench.triage.kinds import FailureKind
 
-
-class CrashKind(str, enum.Enum):
-    INJECTED_FAULT = "injected_fault"
-    BLOCK_SIZE = "block_size"
-    KV_MEMORY = "kv_memory"
-    MODEL_NOT_FOUND = "model_not_found"
-    CANN_NOT_SOURCED = "cann_not_sourced"
-    VERSION_MISMATCH = "version_mismatch"
-    PORT_IN_USE = "port_in_use"
-    SHM = "shm"
-    SEGFAULT = "segfault"
-    OUT_OF_MEMORY = "out_of_memory"
-    UNSUPPORTED_OP = "unsupported_op"
-    GRAPH_CAPTURE = "graph_capture"
-    KILLED = "killed"
-    SILENT_EXIT = "silent_exit"
-    START_TIMEOUT = "start_timeout"
-    FALSE_READY = "false_ready"
-    UNKNOWN = "unknown"
+# The failure kinds are one enum for the classifier and the knowledge base (workbench/triage/kinds.py);
+# CrashKind is its name here, with every member it always had.
+CrashKind = FailureKind
 
 
 @dataclass(frozen=True)
@@ -184,6 +176,8 @@ SPECIFIC_SIGNATURES: tuple[Signature, ...] = (
     ),
 )
 
+INJECTED_FAULT = SPECIFIC_SIGNATURES[0]  # checked before the Ascend codes too
+
 GENERIC_UNSUPPORTED = _sig(
     CrashKind.UNSUPPORTED_OP,
     r"\bnot (yet )?supported\b|\bunsupported\b",
@@ -209,6 +203,8 @@ _CHILD_STATUS = (
     re.compile(r"died unexpectedly \(exit code: (-?\d+)\)"),
 )
 TAIL_LINES = 400
+# The triage engine reads further back: eight workers' tracebacks can come before the engine's own.
+TRIAGE_TAIL_LINES = 5000
 # "ValueError: ...", "torch.OutOfMemoryError: ...", "pkg.mod.SomeFault: ..." after any log prefix.
 _EXCEPTION_LINE = re.compile(r"(^|[\s)])([A-Za-z_][\w.]*(Error|Exception|Fault|Interrupt))(: |$)")
 # A log that said something: an exception, a traceback, or a line logged at ERROR/CRITICAL (CANN: "[Error]").
@@ -300,6 +296,33 @@ def _child_signal(lines: list[str]) -> int | None:
     return None
 
 
+def _first_ascend_error(log_text: str, log_path: Path | None) -> tuple[ErrorEvent | None, str | None]:
+    """The log's first error as the triage engine reads it, or why the knowledge base could not be used."""
+    text = "\n".join(log_text.splitlines()[-TRIAGE_TAIL_LINES:])
+    try:
+        report = triage_text(text, source=str(log_path) if log_path else "<server log>")
+    except WorkbenchError as exc:
+        return None, f"error codes not looked up: {exc}"
+    return report.first, None
+
+
+def _ascend_report(event: ErrorEvent, suffix: str = "", **common) -> CrashReport:
+    """A CrashReport from a triaged error: its meaning with code, operator and place; fix and verify step."""
+    diagnosis, block = event.diagnosis, event.block
+    details = [str(diagnosis.code)] if diagnosis.code else []
+    details += [f"operator {block.operators[0]}"] if block.operators else []
+    place = block.place.describe()
+    details += [place] if place != "unknown process" else []
+    summary = diagnosis.meaning + (f" ({'; '.join(details)})" if details else "") + suffix
+    fix = f"{diagnosis.fix} Verify: {diagnosis.verify}."
+    return CrashReport(diagnosis.kind, summary, fix, diagnosis.evidence, **common)
+
+
+def _is_described(event: ErrorEvent | None) -> bool:
+    """An Ascend error with a code or an entry: worth reporting even when its kind is unknown."""
+    return event is not None and (event.diagnosis.code is not None or event.diagnosis.known)
+
+
 def classify(
     log_text: str,
     exit_code: int | None = None,
@@ -315,6 +338,12 @@ def classify(
     """
     lines = _error_lines(log_text)
     common = {"exit_code": exit_code, "signal_name": signal_name(exit_code), "log_path": log_path}
+    injected = _match(INJECTED_FAULT, lines)
+    if injected:
+        return CrashReport(INJECTED_FAULT.kind, INJECTED_FAULT.summary, INJECTED_FAULT.fix, injected, **common)
+    ascend, problem = _first_ascend_error(log_text, log_path)
+    if ascend is not None and ascend.diagnosis.kind is not CrashKind.UNKNOWN:
+        return _ascend_report(ascend, **common)
     for signature in SPECIFIC_SIGNATURES:
         evidence = _match(signature, lines)
         if evidence:
@@ -333,6 +362,8 @@ def classify(
         )
     if timed_out:
         return start_timeout(log_text, timeout_s, log_path)
+    if _is_described(ascend):
+        return _ascend_report(ascend, **common)
     if exit_code is not None and not any(_SPOKE.search(line) for line in lines):
         return CrashReport(
             CrashKind.SILENT_EXIT,
@@ -345,7 +376,7 @@ def classify(
         CrashKind.UNKNOWN,
         "the server stopped without a known signature",
         UNKNOWN_FIX,
-        _last_exception_then_tail(lines),
+        _last_exception_then_tail(lines) + ((problem,) if problem else ()),
         **common,
     )
 
@@ -367,20 +398,22 @@ def start_timeout(log_text: str, timeout_s: float | None, log_path: Path | None)
 def false_ready(detail: str, log_text: str = "", log_path: Path | None = None) -> CrashReport:
     """/health said OK but the first real request failed: the engine is up but cannot serve.
 
-    When the log names the cause (an injected fault, out of memory, an unsupported op), that kind is
-    reported, with the failed request in the summary; otherwise FALSE_READY, with the last exception line.
+    When the log names the cause (an injected fault, an Ascend error code, out of memory, an unsupported
+    op), that kind is reported, with the failed request in the summary; otherwise FALSE_READY, with the
+    last exception line.
     """
     lines = _error_lines(log_text)
+    failed = f" (the first request failed: {detail})"
+    injected = _match(INJECTED_FAULT, lines)
+    ascend, _problem = (None, None) if injected else _first_ascend_error(log_text, log_path)
+    if ascend is not None and (ascend.diagnosis.kind is not CrashKind.UNKNOWN):
+        return _ascend_report(ascend, failed, log_path=log_path)
     for signature in (*SPECIFIC_SIGNATURES, GENERIC_UNSUPPORTED):
         evidence = _match(signature, lines)
         if evidence:
-            return CrashReport(
-                signature.kind,
-                f"{signature.summary} (the first request failed: {detail})",
-                signature.fix,
-                evidence,
-                log_path=log_path,
-            )
+            return CrashReport(signature.kind, signature.summary + failed, signature.fix, evidence, log_path=log_path)
+    if _is_described(ascend):
+        return _ascend_report(ascend, failed, log_path=log_path)
     return CrashReport(
         CrashKind.FALSE_READY,
         f"/health answered OK but the first request failed: {detail}",

@@ -147,3 +147,59 @@ def test_read_reports_failing_npu_smi(tmp_path):
     got = read_npu_smi(make_ctx(tmp_path, {"PATH": str(tmp_path / "bin")}))
     assert got.table is None and "-8005" in got.error
     assert read_npu_smi(make_ctx(tmp_path, {"PATH": str(tmp_path / "empty")})).absent
+
+
+# -- the chip families added for issue #31 (tests/fixtures/envcheck/SOURCES.md) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "driver", "chips", "family"),
+    [
+        ("npu_smi_info_910b1_8card_23.0.rc2.2_busy.txt", "23.0.rc2.2", 8, {"910B1"}),
+        ("npu_smi_info_910b3_1card_24.1.rc1_issue834_cut.txt", "24.1.rc1", 1, {"910B3"}),
+        ("npu_smi_info_910b4-1_2card_25.2.0_hami_webui47_cut.txt", "25.2.0", 2, {"910B4-1"}),
+        ("npu_smi_info_910premiuma_8card_23.0.rc2_processes.txt", "23.0.rc2", 8, {"910PremiumA"}),
+        ("npu_smi_info_910prob_24.1.0_issue1047_cut.txt", "24.1.0", 2, {"910ProB"}),
+        ("npu_smi_info_910c1_a3_phyid_24.1.rc3.3_issue1696_cut.txt", "24.1.rc3.3", 2, {"910C1"}),
+        ("npu_smi_info_ascend910_a3_wide_26.0.rc2_issue12980_cut.txt", "26.0.rc2", 2, {"Ascend910"}),
+        ("npu_smi_info_910b2_1card_25.3.rc1_issue5695_cut.txt", "25.3.rc1", 1, {"910B2"}),
+    ],
+)
+def test_every_chip_family_parses_including_pastes_cut_short(name, driver, chips, family):
+    t = table(name)
+    assert t.driver_version == driver
+    assert len(t.chips) == chips, "a chip's two lines before the end of a cut paste still count"
+    assert {c.name for c in t.chips} == family
+    assert all(c.health == "OK" for c in t.chips)
+
+
+def test_first_generation_910_reports_ddr_and_hbm_and_the_model_competes_for_hbm():
+    premium = table("npu_smi_info_910premiuma_8card_23.0.rc2_processes.txt")
+    chip = premium.chips[3]
+    assert (chip.memory_used_mb, chip.memory_total_mb) == (2436, 15039)  # the DDR pool
+    assert (chip.hbm_used_mb, chip.hbm_total_mb) == (31842, 32768)  # '31842/ 32768': no space before '/'
+    assert (chip.device_used_mb, chip.device_total_mb) == (31842, 32768)
+    assert [(p.npu_id, p.pid, p.memory_mb) for p in premium.processes][:2] == [(0, 5139, 31913), (1, 5141, 31913)]
+    prob = table("npu_smi_info_910prob_24.1.0_issue1047_cut.txt")
+    assert [(c.memory_used_mb, c.memory_total_mb, c.hbm_used_mb) for c in prob.chips] == [
+        (2387, 13553, 18),
+        (1840, 15665, 8),
+    ]
+
+
+def test_a3_phy_id_rows_keep_the_chip_index_and_the_wide_layout_reads_the_same():
+    c1 = table("npu_smi_info_910c1_a3_phyid_24.1.rc3.3_issue1696_cut.txt")
+    assert [(c.npu_id, c.chip_id, c.power_w, c.hbm_used_mb) for c in c1.chips] == [
+        (0, 0, 198.7, 56844),
+        (0, 1, None, 56523),
+    ]
+    wide = table("npu_smi_info_ascend910_a3_wide_26.0.rc2_issue12980_cut.txt")
+    assert [(c.chip_id, c.bus_id, c.hbm_used_mb) for c in wide.chips] == [
+        (0, "0000:9D:00.0", 3419),
+        (1, "0000:9F:00.0", 2874),
+    ]
+
+
+def test_a_busy_910b1_box_is_flagged_by_the_memory_check():
+    reading = NpuSmiReading("npu-smi", table=table("npu_smi_info_910b1_8card_23.0.rc2.2_busy.txt"))
+    assert check_memory(reading, 0.9).status is Status.WARN
