@@ -40,9 +40,9 @@ def _rss_kib(field: str) -> int:
 
 
 def _default_model_dir() -> Path | None:
-    from workbench.embedded_models.cache import models_root
+    from workbench.settings import embedded_model_dir
 
-    candidate = models_root() / "smollm2"
+    candidate = embedded_model_dir("smollm2")
     return candidate if (candidate / "config.json").is_file() else None
 
 

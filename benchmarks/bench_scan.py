@@ -58,8 +58,8 @@ def _run(target: Path, jobs: int):
 
 
 def main() -> int:
-    from workbench.provenance import provenance
     from workbench.scan.runner import available_cpus
+    from workbench.stack.provenance import provenance
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--path", type=Path, help="code base to scan (default: the installed vllm package)")

@@ -253,7 +253,7 @@ def _check(report, generated: Generated) -> list[str]:
 
 
 def main() -> int:
-    from workbench.provenance import provenance
+    from workbench.stack.provenance import provenance
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100, help="size of the generated log folder (default 100)")

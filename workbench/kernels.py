@@ -10,7 +10,7 @@ vllm-ascend's source). The workbench adds reading stacks from files and the comp
     # paged_decode_attention (DecodeOnly): _npu_paged_attention -> npu_fused_infer_attention_score
     #   (v0.11.0 ... attention_v1.py@v0.11.0 ... -> v0.18.0 ... attention_v1.py@v0.13.0 ...)
 
-A stack is the dict `workbench.provenance.stack()` writes (`versions`, `cann`, `chip`, ...); a file may
+A stack is the dict `workbench.stack.fingerprint.stack()` writes (`versions`, `cann`, `chip`, ...); a file may
 hold it bare, under `stack` (a lock file) or under `provenance.stack` (any result file). Missing keys
 mean unknown: the selection says how it filled each gap (docs/METHOD.md §2, §16).
 """

@@ -13,8 +13,8 @@ import torch
 import ascend_backend
 from ascend_backend.device import detect
 from ascend_backend.registry import REGISTRY
-from workbench.devices import resolve_device
-from workbench.dtypes import parse_dtype
+from workbench.stack.devices import resolve_device
+from workbench.stack.dtypes import parse_dtype
 
 
 def device_table() -> pd.DataFrame:

@@ -29,6 +29,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ASCEND_WORKBENCH_CACHE") or Path.home() / ".cache" / "ascend-workbench")
 
 
+def embedded_model_dir(name: str) -> Path:
+    """`<cache>/models/<name>`: where embedded model `name` is prepared (whether or not it is built yet)."""
+    return cache_dir() / "models" / name
+
+
 def data_dir() -> Path:
     return Path(os.environ.get("ASCEND_WORKBENCH_DATA") or Path.home() / ".local" / "share" / "ascend-workbench")
 

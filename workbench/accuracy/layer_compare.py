@@ -24,7 +24,7 @@ import torch
 from ascend_backend.registry import REGISTRY, attach_module_names
 from workbench.accuracy.dump import capture_dump, load_causal_lm, tokenize_prompt
 from workbench.accuracy.dump_compare import DumpComparison, compare_dumps
-from workbench.dtypes import dtype_name, parse_dtype
+from workbench.stack.dtypes import dtype_name, parse_dtype
 
 # Module outputs worth comparing: embedding, each layer's norms, attention, MLP and output, final norm, head.
 DEFAULT_PATTERNS = (

@@ -30,9 +30,9 @@ from ascend_backend.registry import REGISTRY, Backend
 from workbench import settings
 from workbench.accuracy.metrics import TensorComparison, Verdict, compare_tensors
 from workbench.accuracy.op_inputs import BUILDERS, OpInputs, make_inputs
-from workbench.dtypes import dtype_name, parse_dtype
 from workbench.errors import WorkbenchError
 from workbench.recipes import Frozen, load_recipe_file
+from workbench.stack.dtypes import dtype_name, parse_dtype
 
 
 # ----------------------------------------------------------------------------- recipe schema

@@ -34,12 +34,12 @@ from workbench import settings
 from workbench.bisect.outputs import GreedyOutput, Match, compare_outputs, greedy_outputs
 from workbench.bisect.plan import FeaturePlan, compose
 from workbench.errors import WorkbenchError
-from workbench.provenance import provenance
 from workbench.recipes import ServingRecipe
 from workbench.results.jsonl import JsonlLog
 from workbench.serving.client import server_version
 from workbench.serving.crash import CrashReport, ServerFailure, false_ready
 from workbench.serving.device_groups import DeviceGroup, DevicePool, group_size
+from workbench.stack.provenance import provenance
 
 STEPS_FILE = "steps.jsonl"
 
@@ -65,7 +65,7 @@ class StepRecord:
     probe_s: float = 0.0
     finished_at: float = 0.0
     outputs: tuple[dict, ...] = ()
-    provenance: dict = field(default_factory=dict)  # workbench.provenance stamp: stack, recipe, model, server
+    provenance: dict = field(default_factory=dict)  # workbench.stack.provenance stamp: stack, recipe, model, server
 
     @property
     def passed(self) -> bool:

@@ -29,11 +29,6 @@ from workbench.results.files import exclusive_lock, remove_leftovers, staged_dir
 PROVENANCE_FILE = "provenance.json"
 
 
-def models_root() -> Path:
-    """`<cache>/models`: one sub-directory per prepared model."""
-    return settings.cache_dir() / "models"
-
-
 def downloads_root() -> Path:
     """`<cache>/downloads`: downloaded source artefacts (wheels), kept for offline rebuilds."""
     return settings.cache_dir() / "downloads"

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from workbench import settings
 from workbench.embedded_models import cache, smollm2, smollm2_w8a8, tiny
 from workbench.errors import WorkbenchError
 from workbench.transformers_import import TRANSFORMERS_IMPORT
@@ -79,7 +80,7 @@ class ModelStatus:
 
 def model_dir(name: str | EmbeddedModel) -> Path:
     """Where the prepared directory of `name` lives (whether or not it has been built)."""
-    return cache.models_root() / EmbeddedModel.parse(name).value
+    return settings.embedded_model_dir(EmbeddedModel.parse(name).value)
 
 
 def status(name: str | EmbeddedModel) -> ModelStatus:

@@ -115,7 +115,7 @@ def generate(request: GenerationRequest) -> GenerationResult:
     """
     from transformers import AutoTokenizer
 
-    from workbench.devices import resolve_device
+    from workbench.stack.devices import resolve_device
 
     model_dir = resolve_model(request.model)
     device = resolve_device(request.device, flag="--device")
@@ -222,7 +222,7 @@ def torch_dtype(name: str, device, model_dir: Path):
     """`--dtype` -> torch.dtype; auto is float32 on CPU and the checkpoint's own dtype elsewhere."""
     import torch
 
-    from workbench.dtypes import parse_dtype
+    from workbench.stack.dtypes import parse_dtype
 
     if name != "auto":
         return parse_dtype(name)

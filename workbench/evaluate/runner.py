@@ -256,8 +256,8 @@ def evaluate_target(
     `datasets` are the whole sets (their digest is the run key, so a rerun with a larger `limit` resumes
     and adds problems). Returns the record files, `out_dir/<data set>.jsonl`.
     """
-    from workbench.provenance import provenance
     from workbench.serving.client import server_version
+    from workbench.stack.provenance import provenance
 
     root = Path(target.model_root) if target.model_root and Path(target.model_root).is_dir() else None
     stamp = provenance(recipe=target.recipe, url=target.url, model=target.model,

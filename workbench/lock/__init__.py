@@ -1,7 +1,7 @@
 """Version lock and the regression gate (docs/METHOD.md §16): the stack written down, every change re-measured.
 
 - `host`, `hashing`: the parts of the stack fingerprint the pre-flight does not read (OS, kernel,
-  container; model content hashes); `workbench.provenance.stack()` assembles the whole fingerprint.
+  container; model content hashes); `workbench.stack.fingerprint.stack()` assembles the whole fingerprint.
 - `stackdiff`: the difference between two fingerprints, each change with what it means.
 - `lockfile`: `lock write` / `lock check` (the fingerprint plus pip constraints, compared with a machine).
 - `results`: reads the result files the workbench writes (bench JSON, sweep results.jsonl, compare-ops /

@@ -2,7 +2,7 @@
 
 `write_lock(out)` writes two files:
 
-    stack.lock.yaml          kind, format, created_at, stack (the fingerprint of workbench.provenance),
+    stack.lock.yaml          kind, format, created_at, stack (the fingerprint of workbench.stack.fingerprint),
                              packages (every installed distribution, pip's normal names), constraints
     stack.constraints.txt    `name==version` for every pinnable distribution: `pip install -c` it to
                              rebuild the environment (editable and local-directory installs are listed
@@ -132,7 +132,7 @@ def default_constraints_path(out: Path) -> Path:
 
 def write_lock(out: Path, *, constraints: Path | None = None, stack: dict[str, Any] | None = None) -> tuple[Path, Path]:
     """Write the lock file and its pip constraints file; return both paths."""
-    from workbench.provenance import stack as machine_stack
+    from workbench.stack.provenance import stack as machine_stack
 
     out = Path(out)
     constraints = Path(constraints) if constraints else default_constraints_path(out)
@@ -189,7 +189,7 @@ def check_lock(
     lock: LockFile, *, stack: dict[str, Any] | None = None, packages: list[Package] | None = None
 ) -> LockCheck:
     """Compare the machine (or the given stack and packages) with `lock`."""
-    from workbench.provenance import stack as machine_stack
+    from workbench.stack.provenance import stack as machine_stack
 
     current = stack if stack is not None else machine_stack()
     changes = diff_fingerprints(lock.stack, current)

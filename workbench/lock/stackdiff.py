@@ -5,7 +5,7 @@ double-digit throughput that looks like a configuration problem until someone no
 changed. So a difference is never just "a != b": it says which layer moved and what must be measured
 again ("CANN changed: re-run the benchmarks and the op suite").
 
-Fingerprints are the records `workbench.provenance` writes (`{"stack": {...}, "recipe": ..., "model_hashes":
+Fingerprints are the stamps `workbench.stack.provenance` builds (`{"stack": {...}, "recipe": ..., "model_hashes":
 ...}`) or bare stacks. Both are flattened to dotted keys (`cann.toolkit`, `versions.torch-npu`,
 `recipe.engine.max_num_seqs`, `model.weights_sha256`) and compared key by key. A change either counts
 (it can move a benchmark: `lock check` fails on it) or is a note (another hostname, a new container id).

@@ -45,11 +45,11 @@ from workbench.profiling.detect import worker_traces
 from workbench.profiling.model import Profile
 from workbench.profiling.torch_npu import read_torch_npu
 from workbench.profiling.torch_trace import read_torch_traces
-from workbench.provenance import provenance
 from workbench.recipes import Device, ServingRecipe
 from workbench.serving.client import model_dir, server_version
 from workbench.serving.loadgen import LoadResult, Workload, build_prompts, load_tokenizer, run_coroutine, run_load_async
 from workbench.serving.server import Server, launch
+from workbench.stack.provenance import provenance
 
 SCOPES_ENV = {"VLLM_CUSTOM_SCOPES_FOR_PROFILING": "1"}
 SETTLE_S = 2.0  # a trace whose size has not changed for this long, and whose gzip stream ends, is complete

@@ -34,11 +34,11 @@ from tqdm.auto import tqdm
 
 from workbench.profiling.capture import server_tokenizer
 from workbench.profiling.verdicts import Thresholds, load_thresholds
-from workbench.provenance import provenance
 from workbench.recipes import ServingRecipe
 from workbench.serving.client import server_version
 from workbench.serving.loadgen import Prompt, Workload, build_prompts, run_coroutine, run_load_async
 from workbench.serving.server import Server, launch
+from workbench.stack.provenance import provenance
 
 LOG_COUNTERS = {
     "compilations": re.compile(r"Compiling a graph for .* takes [\d.]+ s|saved AOT compiled function to"),

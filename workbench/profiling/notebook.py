@@ -20,9 +20,9 @@ from workbench.profiling.model import Profile
 from workbench.profiling.read import read_profile
 from workbench.profiling.report import shares_table, summary
 from workbench.profiling.verdicts import Verdict, judge, load_thresholds, verdicts_frame
-from workbench.provenance import provenance
 from workbench.recipes import load_serving_recipe
 from workbench.settings import run_dir
+from workbench.stack.provenance import provenance
 
 
 @dataclass(frozen=True)

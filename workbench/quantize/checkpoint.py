@@ -34,13 +34,13 @@ from ascend_backend.quantization import (
     quantize_model,
 )
 from ascend_backend.quantization.files import read_tensors
-from workbench.dtypes import dtype_name, parse_dtype
 from workbench.embedded_models import resolve_model
 from workbench.errors import WorkbenchError
-from workbench.provenance import provenance
 from workbench.quantize.calibrate import calibration_texts, observe_ranges, tokenize
 from workbench.quantize.request import QuantizeRequest, QuantizeResult
 from workbench.results.files import staged_directory
+from workbench.stack.dtypes import dtype_name, parse_dtype
+from workbench.stack.provenance import provenance
 
 REPORT_FILE = "quantization.json"
 # Files of the source directory that are weights or its own bookkeeping, not model configuration.

@@ -1,5 +1,5 @@
 """The scan's result files: JSON (everything) and CSV (one row per finding), each written atomically
-(a temporary file in the same directory, then a rename) and stamped with `workbench.provenance`.
+(a temporary file in the same directory, then a rename) and stamped with `workbench.stack.provenance`.
 
 JSON: {"provenance": ..., "scan": {paths, jobs, mapping, complete}, "summary": ..., "findings": [...],
 "problems": [...]}. CSV: the first line is `# provenance: {json}`, then a header and the findings;
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.provenance import provenance
 from workbench.results.files import write_text
 from workbench.scan.report import FINDING_COLUMNS, ScanReport
+from workbench.stack.provenance import provenance
 
 CSV_PROVENANCE_PREFIX = "# provenance: "
 

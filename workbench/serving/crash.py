@@ -30,8 +30,8 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.envcheck.shm import SHM_SIZE_FIX
 from workbench.errors import WorkbenchError
+from workbench.stack.shm import SHM_SIZE_FIX
 from workbench.triage import ErrorEvent, triage_text
 from workbench.triage.kinds import FailureKind
 

@@ -49,8 +49,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from workbench.errors import WorkbenchError
-from workbench.provenance import provenance
 from workbench.serving.client import model_dir, server_version
+from workbench.stack.provenance import provenance
 from workbench.transformers_import import TRANSFORMERS_IMPORT, auto_tokenizer
 
 PERCENTILES = (50.0, 90.0, 99.0)

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from workbench.profiling import sweep_point as point_profiles
-from workbench.provenance import provenance
 from workbench.serving.client import model_dir, server_version
 from workbench.serving.crash import CrashReport, ServerFailure
 from workbench.serving.device_groups import DeviceGroup
@@ -50,6 +49,7 @@ from workbench.serving.loadgen import (
     run_load_async,
 )
 from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server, plan_launch, start
+from workbench.stack.provenance import provenance
 from workbench.sweep.analysis import format_value
 from workbench.sweep.server_metrics import MetricsSampler
 from workbench.sweep.spec import SweepPoint, SweepSpec

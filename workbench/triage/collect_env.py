@@ -18,7 +18,7 @@ failures. Its layout, from vllm-ascend's `collect_env.py` (`env_info_fmt`, tag v
     package_name=Ascend-cann-toolkit            (ascend_toolkit_install.info)
     version=8.2.RC1.alpha001
 
-The record's `as_stack()` uses the keys of the stack fingerprint (`workbench.provenance.read_stack`), so a
+The record's `as_stack()` uses the keys of the stack fingerprint (`workbench.stack.fingerprint.read_stack`), so a
 pasted report can be compared with this machine's stack or a lock file. The firmware version and the
 CANN kernels / NNAL versions are not in collect_env's output: they stay None, never guessed.
 """
@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.envcheck.infofiles import parse_key_values
-from workbench.envcheck.npu_smi import NpuSmiParseError, NpuSmiTable, parse_npu_smi_info
+from workbench.stack.infofiles import parse_key_values
+from workbench.stack.npu_smi import NpuSmiParseError, NpuSmiTable, parse_npu_smi_info
 
 _MARKERS = ("Collecting environment information", "PyTorch version", "vLLM Version", "Is debug build")
 _PIP = re.compile(r"^\[pip3?\] (?P<name>[\w.-]+)==(?P<version>\S+)", re.MULTILINE)

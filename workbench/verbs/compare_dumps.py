@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     for note in s.mapping:
         print(f"engine vs reference: {note}")
     if args.json:
-        from workbench.provenance import provenance
+        from workbench.stack.provenance import provenance
 
         print(f"wrote {result.write(args.json, provenance())}")
     return 0

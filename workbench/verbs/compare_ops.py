@@ -32,7 +32,7 @@ def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from workbench.accuracy import opsuite
-    from workbench.devices import resolve_device
+    from workbench.stack.devices import resolve_device
 
     device = resolve_device(args.device)
     cases = opsuite.load_cases(args.recipe or None, args.op)
@@ -46,7 +46,7 @@ def handle(args: argparse.Namespace) -> int:
         )
     print("verdicts:", result.counts())
     if args.json:
-        from workbench.provenance import provenance
+        from workbench.stack.provenance import provenance
 
         document = {
             "provenance": provenance(device=str(device)),

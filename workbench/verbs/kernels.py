@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 def _write(path: Path | None, records: list[dict]) -> None:
     if path is None:
         return
-    from workbench.provenance import provenance
+    from workbench.stack.provenance import provenance
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"provenance": provenance(), "rows": records}, indent=1, default=str))

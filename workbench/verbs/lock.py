@@ -67,7 +67,7 @@ def run_check(args: argparse.Namespace) -> int:
     result = check_lock(lock)
     print(format_check(result, args.file))
     if args.json:
-        from workbench.provenance import provenance
+        from workbench.stack.provenance import provenance
 
         args.json.parent.mkdir(parents=True, exist_ok=True)
         document = {

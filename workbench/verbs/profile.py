@@ -21,9 +21,9 @@ from workbench.profiling import graph_mode
 from workbench.profiling.read import read_profile
 from workbench.profiling.report import format_report, write_json
 from workbench.profiling.verdicts import judge, load_thresholds
-from workbench.provenance import provenance
 from workbench.recipes import load_serving_recipe
 from workbench.settings import run_dir
+from workbench.stack.provenance import provenance
 from workbench.verbs.serve import parse_env_pairs, terminate_as_interrupt
 
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     report = regress(baseline.name, baseline.runs, current, thresholds, fail_on_thin=args.fail_on_thin)
     print(format_report(report))
     if args.json:
-        from workbench.provenance import provenance
+        from workbench.stack.provenance import provenance
 
         args.json.parent.mkdir(parents=True, exist_ok=True)
         document = report.as_dict() | {"results": [str(p) for p in args.results], "provenance": provenance()}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from tests.unit.envcheck.fakes import build_ascend_tree, fixture_text, make_ctx
-from workbench.envcheck.cann import check_cann, check_nnal, check_sourced, check_toolkit, check_version, find_cann
-from workbench.envcheck.infofiles import ascend_version_key, in_range, parse_key_values, parse_version_cfg
-from workbench.envcheck.presence import NpuPresence
+from workbench.envcheck.cann import check_cann, check_nnal, check_sourced, check_toolkit, check_version
 from workbench.envcheck.result import Status
+from workbench.stack.cann import find_cann
+from workbench.stack.infofiles import ascend_version_key, in_range, parse_key_values, parse_version_cfg
+from workbench.stack.presence import NpuPresence
 
 HERE = NpuPresence(True, "test machine")
 NOWHERE = NpuPresence(False, "no Ascend NPU here")

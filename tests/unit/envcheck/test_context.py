@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.unit.envcheck.fakes import build_ascend_tree, install_fake_npu_smi, make_ctx
-from workbench.envcheck.context import DEFAULT_ASCEND_ROOT, CheckContext, default_matrix_files
-from workbench.envcheck.presence import detect_presence
+from workbench.envcheck.context import CheckContext, default_matrix_files
+from workbench.stack.context import DEFAULT_ASCEND_ROOT
+from workbench.stack.presence import detect_presence
 
 
 def test_ascend_root_precedence(tmp_path):

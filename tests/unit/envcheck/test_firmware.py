@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from tests.unit.envcheck.fakes import board_with_firmware, build_ascend_tree, fixture_text, make_ctx
-from workbench.envcheck.cann import driver_requirements, find_cann
-from workbench.envcheck.firmware import check_driver_cann, check_firmware, read_installed_firmware
-from workbench.envcheck.npu_smi import NpuSmiReading, parse_board, parse_npu_smi_info
+from workbench.envcheck.firmware import check_driver_cann, check_firmware
 from workbench.envcheck.result import Status
+from workbench.stack.cann import driver_requirements, find_cann
+from workbench.stack.firmware import read_installed_firmware
+from workbench.stack.npu_smi import NpuSmiReading, parse_board, parse_npu_smi_info
 
 
 def reading(table: str, board: str | None) -> NpuSmiReading:

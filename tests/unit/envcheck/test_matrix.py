@@ -7,9 +7,9 @@ import pytest
 from workbench.envcheck.compat import StackVersions, check_matrix, differences, rank_rows, same_version
 from workbench.envcheck.context import default_matrix_files
 from workbench.envcheck.matrix import Platform, load_matrices, load_matrix
-from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.result import Status
 from workbench.errors import WorkbenchError
+from workbench.stack.presence import NpuPresence
 
 ASCEND = NpuPresence(True, "test")
 CPU = NpuPresence(False, "no NPU")

@@ -5,18 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.envcheck.fakes import fixture_text, install_fake_npu_smi, make_ctx
-from workbench.envcheck.npu_smi import (
-    NpuSmiParseError,
-    NpuSmiReading,
-    check_cards,
-    check_health,
-    check_memory,
-    parse_board,
-    parse_npu_smi_info,
-    read_npu_smi,
-)
-from workbench.envcheck.presence import NpuPresence
+from workbench.envcheck.npu_smi import check_cards, check_health, check_memory
 from workbench.envcheck.result import Status
+from workbench.stack.npu_smi import NpuSmiParseError, NpuSmiReading, parse_board, parse_npu_smi_info, read_npu_smi
+from workbench.stack.presence import NpuPresence
 
 HERE = NpuPresence(True, "test machine")
 NOWHERE = NpuPresence(False, "no Ascend NPU here")

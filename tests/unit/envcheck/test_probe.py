@@ -7,9 +7,9 @@ import sys
 import time
 
 from tests.unit.envcheck.fakes import fixture_text, make_ctx
-from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.probe import MARKER, PROBE_CODE, check_device_init, default_probe_command
 from workbench.envcheck.result import Status
+from workbench.stack.presence import NpuPresence
 
 HERE = NpuPresence(True, "test machine")
 NOWHERE = NpuPresence(False, "no Ascend NPU here")

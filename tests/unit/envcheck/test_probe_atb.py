@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 
 from tests.unit.envcheck.fakes import make_ctx
-from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.probe import ATB_MARKER, EXPECTED_ATB_SUM, MARKER, PROBE_CODE, check_device_init
 from workbench.envcheck.result import Status
+from workbench.stack.presence import NpuPresence
 
 NOWHERE = NpuPresence(False, "no Ascend NPU here")
 NNAL = "OSError: [Errno 2] Please check that the nnal package is installed. Please run 'source set_env.sh' in the NNAL installation path."

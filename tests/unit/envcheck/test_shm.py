@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.envcheck.result import Status
-from workbench.envcheck.shm import FAIL_BELOW, GIB, WARN_BELOW, ShmStats, check_shm, read_shm
+from workbench.envcheck.shm import FAIL_BELOW, WARN_BELOW, check_shm
+from workbench.stack.shm import GIB, ShmStats, read_shm
 
 P = Path("/dev/shm")
 

@@ -6,11 +6,8 @@ from pathlib import Path
 
 from ascend_backend.device import NpuStatus, NpuUnavailable, classify_npu_import_error
 from tests.unit.envcheck.fakes import fixture_text
-from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.result import Status
 from workbench.envcheck.versions import (
-    Installed,
-    InstalledStack,
     check_python,
     check_torch,
     check_torch_npu,
@@ -18,8 +15,9 @@ from workbench.envcheck.versions import (
     check_transformers,
     check_vllm,
     check_vllm_ascend,
-    read_installed_stack,
 )
+from workbench.stack.presence import NpuPresence
+from workbench.stack.versions import Installed, InstalledStack, read_installed_stack
 
 HERE = NpuPresence(True, "test machine")
 NOWHERE = NpuPresence(False, "no Ascend NPU here")

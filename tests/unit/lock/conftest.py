@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from workbench.provenance import stack
 from workbench.serving.loadgen import LoadResult, RequestRecord, Workload, summarize
+from workbench.stack.provenance import stack
 
 WORKLOAD = Workload(input_len=64, output_len=32, num_prompts=16, concurrency=8)
 

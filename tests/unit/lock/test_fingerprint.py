@@ -7,10 +7,9 @@ import time
 from pathlib import Path
 
 from tests.unit.envcheck.fakes import board_with_firmware, build_ascend_tree, install_fake_npu_smi, make_ctx
-from workbench import provenance
-from workbench.envcheck import cann
-from workbench.lock import host
-from workbench.lock.hashing import model_hashes
+from workbench.stack import cann
+from workbench.stack import fingerprint, host, provenance
+from workbench.stack.model_hashes import model_hashes
 
 A2_8CARD = "npu_smi_info_910b4_8card_atlas800i_a2_healthy.txt"
 
@@ -25,7 +24,7 @@ def ascend_ctx(tmp_path: Path, *, table: str | None = A2_8CARD, board: str | Non
 
 def test_full_ascend_stack_from_fake_tree_and_npu_smi(tmp_path):
     ctx = ascend_ctx(tmp_path, board=board_with_firmware("7.7.0.1.231"))
-    stack = provenance.read_stack(ctx)
+    stack = fingerprint.read_stack(ctx)
     assert stack["cann"] == {"toolkit": "8.2.RC1", "kernels": "8.2.RC1", "nnal_atb": "8.2.RC1"}
     assert stack["driver"] == "25.0.rc1.1"  # the npu-smi header: the loaded driver
     assert stack["firmware"] == "7.7.0.1.231"  # `npu-smi info -t board`: the loaded firmware
@@ -54,7 +53,7 @@ def test_loaded_driver_and_firmware_win_over_disk(tmp_path):
     ctx = ascend_ctx(
         tmp_path, table="npu_smi_info_910b2_8card_23.0.7_issue362.txt", board=board_with_firmware("7.8.0.6.201")
     )
-    stack = provenance.read_stack(ctx)
+    stack = fingerprint.read_stack(ctx)
     assert (stack["driver"], stack["firmware"]) == ("23.0.7", "7.8.0.6.201")
     assert stack["chip"] == "910B2" and stack["card_count"] == 8
 
@@ -63,7 +62,7 @@ def test_older_cann_layout_reads_kernels_from_version_cfg(tmp_path):
     ctx = ascend_ctx(tmp_path, cann="8.1.RC1", atb="nnal_atb_8.1.RC1_version.info", table=None)
     found = cann.find_cann(ctx)
     assert cann.kernels_version(found) == "8.1.RC1"  # opp_kernel_running_version=[7.7.0.1.238:8.1.RC1]
-    stack = provenance.read_stack(ctx)
+    stack = fingerprint.read_stack(ctx)
     assert stack["cann"] == {"toolkit": "8.1.RC1", "kernels": "8.1.RC1", "nnal_atb": "8.1.RC1"}
     # no npu-smi: the installed versions from disk, no chip
     assert (stack["driver"], stack["firmware"], stack["chip"], stack["card_count"]) == (
@@ -76,7 +75,7 @@ def test_older_cann_layout_reads_kernels_from_version_cfg(tmp_path):
 
 def test_machine_without_ascend_has_nulls(tmp_path):
     ctx = make_ctx(tmp_path, {"PATH": "/usr/bin:/bin"})
-    stack = provenance.read_stack(ctx)
+    stack = fingerprint.read_stack(ctx)
     assert stack["cann"] == {"toolkit": None, "kernels": None, "nnal_atb": None}
     assert [stack[k] for k in ("driver", "firmware", "chip", "card_count")] == [None] * 4
 
@@ -90,13 +89,13 @@ def test_hanging_npu_smi_is_cut_short(tmp_path):
     root = build_ascend_tree(tmp_path / "Ascend").root
     ctx = make_ctx(tmp_path, {"PATH": f"{bin_dir}:/usr/bin:/bin"}, ascend_root=root, command_timeout_s=0.5)
     started = time.monotonic()
-    stack = provenance.read_stack(ctx)
+    stack = fingerprint.read_stack(ctx)
     assert time.monotonic() - started < 10
     assert stack["driver"] == "25.0.rc1.1" and stack["chip"] is None  # disk still answers
 
 
 def test_stack_is_computed_once_per_process():
-    assert provenance.stack() is provenance.stack()
+    assert fingerprint.stack() is fingerprint.stack()
 
 
 def test_os_release_and_container_detection(tmp_path):

@@ -12,7 +12,7 @@ from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.lock.lockfile import Package, check_lock, read_lock, write_lock
 from workbench.lock.stackdiff import diff_fingerprints, meaning_of
-from workbench.provenance import stack
+from workbench.stack.provenance import stack
 
 
 def edit(path, change):

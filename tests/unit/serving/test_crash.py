@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES
-from workbench.envcheck.shm import RECOMMENDED_SHM_GIB, ShmStats, check_shm
+from workbench.envcheck.shm import check_shm
 from workbench.serving.crash import (
     SIGNAL_KINDS,
     CrashKind,
@@ -15,6 +15,7 @@ from workbench.serving.crash import (
     signal_name,
     start_timeout,
 )
+from workbench.stack.shm import RECOMMENDED_SHM_GIB, ShmStats
 
 NOISE = """\
 (APIServer pid=1) INFO 11-30 17:02:16 [api_server.py:1] vLLM API server version 0.32.0

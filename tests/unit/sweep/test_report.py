@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from workbench.cli import main
-from workbench.provenance import cpu_model
+from workbench.stack.fingerprint import cpu_model
 from workbench.sweep import build_report, charts, load_sweep_spec, write_html
 from workbench.sweep.report import plan_frame
 from workbench.sweep.spec import expand

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.envcheck.context import CheckContext
+from workbench.stack.context import MachineContext
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class NpuPresence:
     evidence: str
 
 
-def detect_presence(ctx: CheckContext) -> NpuPresence:
+def detect_presence(ctx: MachineContext) -> NpuPresence:
     """Look for the device manager node, the installed driver and npu-smi (cheap: no subprocess)."""
     signs = []
     if (ctx.dev_dir / "davinci_manager").exists():

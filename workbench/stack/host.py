@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from workbench import settings
-from workbench.envcheck.infofiles import read_key_values
+from workbench.stack.infofiles import read_key_values
 
 _RUNTIME_IN_CGROUP = (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"), ("lxc", "lxc"))
 _CONTAINER_ID = re.compile(r"(?:docker[-/]|containers/|cri-containerd-)([0-9a-f]{64})")
