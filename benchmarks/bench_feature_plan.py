@@ -18,7 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workbench.bisect import Bisect, load_plan
+from workbench.bisect.plan import load_plan
+from workbench.bisect.runner import Bisect
 from workbench.recipes import load_serving_recipe
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -57,7 +57,8 @@ MODES = ("serial", "parallel", "ray")
 SWEEP = """
 import json, sys, time
 began = time.monotonic()
-from workbench.sweep import load_sweep_spec, run_sweep
+from workbench.sweep.spec import load_sweep_spec
+from workbench.sweep.runner import run_sweep
 from workbench.sweep.runner import Execution
 spec, out, mode, groups = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 execution = {"serial": Execution(), "parallel": Execution(parallel=groups),
@@ -207,7 +208,8 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from workbench.sweep import build_report, load_sweep_spec
+    from workbench.sweep.report import build_report
+    from workbench.sweep.spec import load_sweep_spec
 
     spec = load_sweep_spec(args.spec)
     rounds: list[Round] = []

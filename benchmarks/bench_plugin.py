@@ -144,7 +144,7 @@ def measure(args: argparse.Namespace, plugin: bool, workdir: Path) -> Measuremen
 def resolve_model(name: str) -> str:
     if Path(name).is_dir():
         return name
-    from workbench import embedded_models  # the benchmark may use the workbench to fetch a model
+    from workbench.embedded_models import api as embedded_models  # the benchmark may use the workbench to fetch a model
 
     return str(embedded_models.prepare(name))
 

@@ -215,7 +215,7 @@ def generate(root: Path, plan: Plan) -> Generated:
 
 
 def _time_triage(root: Path):
-    from workbench.triage import triage_paths
+    from workbench.triage.report import triage_paths
 
     began = time.perf_counter()
     report = triage_paths([root])
@@ -234,7 +234,7 @@ def _time_grep(files: list[Path]) -> tuple[float, int]:
 def _check(report, generated: Generated) -> list[str]:
     """What the triage must have found: the faulty rank's process and device, the fault's time, a known
     family with its code, every file read."""
-    from workbench.triage import FailureKind
+    from workbench.triage.kinds import FailureKind
 
     first, faulty = report.first, generated.faulty
     if first is None:

@@ -46,7 +46,7 @@ def notebook_run(tmp_path_factory: pytest.TempPathFactory):
     import os
 
     from workbench import settings
-    from workbench.notebook_runner import discover, run_notebooks
+    from workbench.run.runner import discover, run_notebooks
 
     reuse = os.environ.get("ASCEND_WORKBENCH_TEST_NOTEBOOK_RUN")
     if reuse:  # iterate on the browser tier: a finished headless run's folder (runs/notebooks/<stamp>)
@@ -75,7 +75,7 @@ def notebook_run(tmp_path_factory: pytest.TempPathFactory):
 def _finished_run(run_dir: Path) -> NotebookRun:
     import json
 
-    from workbench.notebook_runner import NotebookOutcome
+    from workbench.run.runner import NotebookOutcome
 
     summary = run_dir / "summary.json"
     if not summary.is_file():

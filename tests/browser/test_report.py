@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from workbench.notebook_html import PLOT_CLASS, chart_outputs
+from workbench.run.html import PLOT_CLASS, chart_outputs
 
 pytestmark = pytest.mark.browser
 

@@ -16,7 +16,8 @@ import yaml
 
 from tests.conftest import REPO_ROOT
 from tests.integration.conftest import CASE_VAR, processes_with_marker
-from workbench.sweep import PointStatus, SweepSpec, expand, load_sweep_spec
+from workbench.sweep.spec import SweepSpec, expand, load_sweep_spec
+from workbench.sweep.store import PointStatus
 
 MARKS = [
     pytest.mark.integration,

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
-from workbench.bisect import Bisect, load_plan
-from workbench.bisect.runner import probe_with_server
+from workbench.bisect.plan import load_plan
+from workbench.bisect.runner import Bisect, probe_with_server
 from workbench.recipes import load_serving_recipe
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

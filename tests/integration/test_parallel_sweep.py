@@ -19,8 +19,9 @@ from tests.integration.sweep_support import (
     side_by_side_ok,
     wait_gone,
 )
-from workbench.sweep import build_report, expand, run_sweep
-from workbench.sweep.runner import Execution
+from workbench.sweep.report import build_report
+from workbench.sweep.runner import Execution, run_sweep
+from workbench.sweep.spec import expand
 
 pytestmark = MARKS
 

@@ -24,7 +24,6 @@ from tests.integration.sweep_support import (
     side_by_side_ok,
     wait_gone,
 )
-from workbench.sweep import PointStatus, expand, run_sweep
 from workbench.sweep.ray_executor import (
     CPU_GROUP_RESOURCE,
     LOCAL_SYSTEM_CONFIG,
@@ -32,7 +31,9 @@ from workbench.sweep.ray_executor import (
     priority_env,
     priority_probe,
 )
-from workbench.sweep.runner import Execution
+from workbench.sweep.runner import Execution, run_sweep
+from workbench.sweep.spec import expand
+from workbench.sweep.store import PointStatus
 
 pytestmark = MARKS
 

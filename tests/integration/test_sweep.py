@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
-from workbench.sweep import PointStatus, ResultStore, expand, load_sweep_spec
+from workbench.sweep.spec import expand, load_sweep_spec
+from workbench.sweep.store import PointStatus, ResultStore
 
 pytestmark = pytest.mark.integration
 

@@ -40,7 +40,7 @@ FAULT_CALL = 6  # past the warm-up forward(s): lands in a real generation step
 
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
-    from workbench import embedded_models
+    from workbench.embedded_models import api as embedded_models
 
     return embedded_models.prepare("smollm2")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.embedded_models import prepare
+from workbench.embedded_models.catalog import prepare
 from workbench.evaluate.report import compare_runs, read_run
 from workbench.profiling.model import Profile
 

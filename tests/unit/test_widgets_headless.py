@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets
 from IPython.display import HTML
 
-from workbench import widgets
+from workbench.display import widgets
 
 
 def test_choice_panel_is_a_widget_interactively_and_the_default_view_headless(monkeypatch):

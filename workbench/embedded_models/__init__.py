@@ -9,37 +9,3 @@
 Both live under `workbench.settings.cache_dir() / "models"`; deleting that folder is always safe.
 The tokenizer training text for `tiny` ships in `corpus/` beside this file.
 """
-
-from workbench.embedded_models.catalog import (
-    RECIPES,
-    EmbeddedModel,
-    ModelStatus,
-    list_models,
-    model_dir,
-    prepare,
-    resolve_model,
-    status,
-)
-from workbench.embedded_models.generation import (
-    Engine,
-    FinishReason,
-    GenerationRequest,
-    GenerationResult,
-    generate,
-)
-
-__all__ = [
-    "RECIPES",
-    "EmbeddedModel",
-    "Engine",
-    "FinishReason",
-    "GenerationRequest",
-    "GenerationResult",
-    "ModelStatus",
-    "generate",
-    "list_models",
-    "model_dir",
-    "prepare",
-    "resolve_model",
-    "status",
-]

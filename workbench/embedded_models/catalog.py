@@ -4,21 +4,28 @@
 an older recipe; it is idempotent and safe to call from several processes at once (see `cache`).
 `resolve_model("tiny" | "smollm2" | "/path/to/hf-dir")` is what commands taking `--model` use: an
 embedded name is prepared, a directory is checked to look like a Hugging Face checkpoint.
+
+`tiny` and `smollm2` are built here. A model derived from them by another domain (`smollm2-w8a8` is
+quantized by `workbench.quantize`) is *registered* by that domain as an entry point of the group
+`ascend_workbench.model_builds` (pyproject.toml), so this package never imports the domains built on
+top of it and the catalog still knows every model by name.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from workbench import settings
-from workbench.embedded_models import cache, smollm2, smollm2_w8a8, tiny
+from workbench.embedded_models import cache, smollm2, tiny
+from workbench.embedded_models.transformers_lock import TRANSFORMERS_IMPORT
 from workbench.errors import WorkbenchError
-from workbench.transformers_import import TRANSFORMERS_IMPORT
 
 
 class EmbeddedModel(str, enum.Enum):
@@ -45,7 +52,7 @@ class ModelRecipe:
     build: Callable[[Path], dict[str, Any]]
 
 
-RECIPES: MappingProxyType[EmbeddedModel, ModelRecipe] = MappingProxyType(
+BUILT_HERE: MappingProxyType[EmbeddedModel, ModelRecipe] = MappingProxyType(
     {
         EmbeddedModel.TINY: ModelRecipe(
             EmbeddedModel.TINY,
@@ -59,15 +66,27 @@ RECIPES: MappingProxyType[EmbeddedModel, ModelRecipe] = MappingProxyType(
             smollm2.fingerprint,
             smollm2.build,
         ),
-        EmbeddedModel.SMOLLM2_W8A8: ModelRecipe(
-            EmbeddedModel.SMOLLM2_W8A8,
-            "SmolLM2-135M-Instruct in W8A8 (int8 weights, per-token int8 activations; compressed-tensors), "
-            "quantized by the workbench from smollm2 on first use",
-            smollm2_w8a8.fingerprint,
-            smollm2_w8a8.build,
-        ),
     }
 )
+BUILD_ENTRY_POINTS = "ascend_workbench.model_builds"  # name -> module:ModelRecipe of a registered build
+
+
+@functools.cache
+def model_recipe(name: str | EmbeddedModel) -> ModelRecipe:
+    """How `name` is built: here, or by the domain that registered it (an entry point)."""
+    model = EmbeddedModel.parse(name)
+    if model in BUILT_HERE:
+        return BUILT_HERE[model]
+    found = metadata.entry_points(group=BUILD_ENTRY_POINTS, name=model.value)
+    if not found:
+        raise WorkbenchError(
+            f"embedded model {model.value!r}: no build registered (entry point group {BUILD_ENTRY_POINTS!r}); "
+            "reinstall the workbench (pip install -e '.[workbench,models]') so its entry points are written"
+        )
+    recipe = next(iter(found)).load()
+    if not isinstance(recipe, ModelRecipe) or recipe.model is not model:
+        raise TypeError(f"entry point {model.value} of {BUILD_ENTRY_POINTS} is not the ModelRecipe of {model.value}")
+    return recipe
 
 
 @dataclass(frozen=True)
@@ -85,7 +104,7 @@ def model_dir(name: str | EmbeddedModel) -> Path:
 
 def status(name: str | EmbeddedModel) -> ModelStatus:
     model = EmbeddedModel.parse(name)
-    recipe = RECIPES[model]
+    recipe = model_recipe(model)
     path = model_dir(model)
     return ModelStatus(model, path, cache.is_current(path, recipe.fingerprint()), recipe.summary)
 
@@ -97,7 +116,7 @@ def list_models() -> list[ModelStatus]:
 def prepare(name: str | EmbeddedModel, *, force: bool = False) -> Path:
     """The ready-to-load HF directory of embedded model `name`, built (atomically) if needed."""
     model = EmbeddedModel.parse(name)
-    recipe = RECIPES[model]
+    recipe = model_recipe(model)
     # Builds use transformers, possibly while another thread imports it (a sweep's background tokenizer
     # import, a second configuration's thread), so they hold its lock; a current model is returned
     # without it (a sweep prepares its model while its tokenizer import may hold it). The lock comes

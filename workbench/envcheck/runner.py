@@ -82,7 +82,9 @@ def _npu_status():
     return npu_status()
 
 
-def _firmware_checks(ctx: CheckContext, reading: stack_npu_smi.NpuSmiReading, toolkit: stack_cann.CannInstall) -> list[CheckResult]:
+def _firmware_checks(
+    ctx: CheckContext, reading: stack_npu_smi.NpuSmiReading, toolkit: stack_cann.CannInstall
+) -> list[CheckResult]:
     """Driver/firmware loaded vs installed, the firmware range, and the driver against the CANN toolkit."""
     installed = stack_firmware.read_installed_firmware(ctx)
     checks = firmware.check_firmware(installed, reading, ctx)
@@ -136,6 +138,6 @@ def _kernel_checks(has_torch_npu: bool) -> list[CheckResult]:
     """NNAL/ATB and the chosen NPU kernels, where torch_npu is installed (the checks import it)."""
     if not has_torch_npu:
         return []
-    from workbench.kernels import device_checks
+    from workbench.envcheck.npu_kernels import device_checks
 
     return device_checks()

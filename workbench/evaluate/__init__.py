@@ -16,38 +16,3 @@
     ...                                                     # the same for the W8A8 server -> w8a8_dir
     comparison = compare_runs(float_dir, w8a8_dir); print(comparison.text()); comparison.table()
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-from workbench.evaluate.datasets import (
-    Dataset,
-    DatasetKind,
-    Problem,
-    calibration_set,
-    calibration_texts,
-    load_dataset,
-)
-
-# The rest is imported on first use: the report's verdicts come from workbench.accuracy.metrics, which
-# imports torch, and a caller that only wants calibration prompts should not pay for that.
-_LAZY = {
-    "Limits": "execution", "Outcome": "execution", "run_problem": "execution", "compare_runs": "report",
-    "summarize_run": "report", "summary_table": "report", "Measure": "runner", "Settings": "runner",
-    "evaluate": "runner", "comparison_figure": "charts",
-}  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"workbench.evaluate.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'workbench.evaluate' has no attribute {name!r}")
-
-
-__all__ = [
-    "Dataset", "DatasetKind", "Limits", "Measure", "Outcome", "Problem", "Settings", "calibration_set",
-    "calibration_texts", "compare_runs", "comparison_figure", "evaluate", "load_dataset", "run_problem",
-    "summarize_run", "summary_table",
-]  # fmt: skip

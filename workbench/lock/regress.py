@@ -39,7 +39,7 @@ class SeriesReport:
     metrics: tuple[MetricComparison, ...] = ()
     verdicts: tuple[VerdictComparison, ...] = ()
     stack_changes: tuple[StackChange, ...] = ()
-    kernel_lines: tuple[str, ...] | None = None  # None: workbench.kernels is not there to ask
+    kernel_lines: tuple[str, ...] | None = None  # None: workbench.backend.kernels is not there to ask
 
     @property
     def stack_changed(self) -> bool:

@@ -78,7 +78,7 @@ def _stack_section(series: SeriesReport) -> list[str]:
         return lines
     if series.kernel_lines is None:
         lines.append(
-            "  kernels that changed: not known here (workbench.kernels, the kernel-selection table, is not installed)"
+            "  kernels that changed: not known here (workbench.backend.kernels, the kernel-selection table, is not installed)"
         )
     elif series.kernel_lines:
         lines.append("  kernels that changed:")

@@ -232,11 +232,11 @@ def diff_fingerprints(
 def kernel_changes(before_stack: Mapping[str, Any], after_stack: Mapping[str, Any]) -> list[str] | None:
     """Ops or attention states that run a different NPU kernel on the two stacks, one line each.
 
-    Answered by the kernel-selection table of `workbench.kernels` (issue 20). None when that module is
+    Answered by the kernel-selection table of `workbench.backend.kernels` (issue 20). None when that module is
     not installed in this checkout yet, so the caller can say so instead of claiming "no change".
     """
     try:
-        from workbench.kernels import kernel_diff
+        from workbench.backend.kernels import kernel_diff
     except ImportError:
         return None
     found = kernel_diff(dict(before_stack), dict(after_stack))

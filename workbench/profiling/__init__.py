@@ -10,20 +10,3 @@ A `Profile` splits every rank's steps the way msprof-analyze's cluster analysis 
 Communication(Not Overlapped), Overlapped, Free) and lists ops by self time and kind of work; on CPU the
 "device" is the worker's compute (`model.CPU_MAPPING`).
 """
-
-from workbench.profiling.model import HostPhase, OpStat, Profile, ProfileFormat, StepShare
-from workbench.profiling.read import read_profile
-from workbench.profiling.verdicts import Verdict, VerdictKind, judge, load_thresholds
-
-__all__ = [
-    "HostPhase",
-    "OpStat",
-    "Profile",
-    "ProfileFormat",
-    "StepShare",
-    "Verdict",
-    "VerdictKind",
-    "judge",
-    "load_thresholds",
-    "read_profile",
-]

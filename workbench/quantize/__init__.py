@@ -7,17 +7,3 @@
 
 The arithmetic and the formats are `ascend_backend.quantization`'s; this package only drives them.
 """
-
-from workbench.quantize.checkpoint import REPORT_FILE, build_into, quantize_checkpoint
-from workbench.quantize.request import DEFAULT_CALIBRATION, QuantizeRequest, QuantizeResult, Scheme, parse_format
-
-__all__ = [
-    "DEFAULT_CALIBRATION",
-    "REPORT_FILE",
-    "QuantizeRequest",
-    "QuantizeResult",
-    "Scheme",
-    "build_into",
-    "parse_format",
-    "quantize_checkpoint",
-]

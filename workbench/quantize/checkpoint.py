@@ -34,7 +34,7 @@ from ascend_backend.quantization import (
     quantize_model,
 )
 from ascend_backend.quantization.files import read_tensors
-from workbench.embedded_models import resolve_model
+from workbench.embedded_models.catalog import resolve_model
 from workbench.errors import WorkbenchError
 from workbench.quantize.calibrate import calibration_texts, observe_ranges, tokenize
 from workbench.quantize.request import QuantizeRequest, QuantizeResult

@@ -21,36 +21,3 @@ that never imports or runs the scanned code.
 Submodules load on first use (`scan.charts`, `scan.outputs`, ...), so worker processes and the CLI
 import only what they need.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-_EXPORTS = {
-    "scan": "workbench.scan.runner",
-    "ScanOptions": "workbench.scan.runner",
-    "ScanReport": "workbench.scan.report",
-    "WalkOptions": "workbench.scan.walker",
-    "DEFAULT_IGNORES": "workbench.scan.walker",
-    "load_mapping": "workbench.scan.mapping",
-    "Finding": "workbench.scan.findings",
-    "ScanProblem": "workbench.scan.findings",
-    "Severity": "workbench.scan.findings",
-    "Category": "workbench.scan.findings",
-    "Rule": "workbench.scan.rule_ids",
-}
-_SUBMODULES = frozenset(
-    {"catalog", "charts", "file_kinds", "file_scan", "findings", "mapping", "notebook", "outputs", "python_rules",
-     "python_values", "report", "rule_ids", "runner", "summary_text", "text_rules", "walker"}
-)  # fmt: skip
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    if name in _SUBMODULES:
-        return importlib.import_module(f"workbench.scan.{name}")
-    raise AttributeError(f"module 'workbench.scan' has no attribute {name!r}")

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.stack.shm import SHM_SIZE_FIX
-from workbench.triage import ErrorEvent, triage_text
 from workbench.triage.kinds import FailureKind
+from workbench.triage.report import ErrorEvent, triage_text
 
 # The failure kinds are one enum for the classifier and the knowledge base (workbench/triage/kinds.py);
 # CrashKind is its name here, with every member it always had.

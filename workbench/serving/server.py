@@ -37,7 +37,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import httpx
 from tqdm.auto import tqdm
@@ -46,11 +45,9 @@ from workbench.errors import WorkbenchError
 from workbench.recipes import Device, ServingRecipe
 from workbench.serving.client import healthy, served_model
 from workbench.serving.crash import CrashReport, ServerFailure, classify, start_timeout
+from workbench.serving.device_groups import DeviceGroup, cpu_threads_bind
 from workbench.serving.reaper import OrphanReaper
 from workbench.settings import run_dir, utc_stamp
-
-if TYPE_CHECKING:  # device_groups imports this module (cpu_threads_bind)
-    from workbench.serving.device_groups import DeviceGroup
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HOST = "127.0.0.1"
@@ -94,7 +91,7 @@ def resolve_model(recipe: ServingRecipe) -> str:
     """The `--model` argument: a prepared embedded model directory, a local path, or a hub id."""
     if recipe.embedded_model is not None:
         try:
-            from workbench.embedded_models import prepare
+            from workbench.embedded_models.catalog import prepare
         except ImportError as exc:  # the models module is optional for attach-only use
             raise WorkbenchError(
                 f"recipe {recipe.name}: model {recipe.model!r} needs workbench.embedded_models ({exc}); "
@@ -103,30 +100,6 @@ def resolve_model(recipe: ServingRecipe) -> str:
         return str(prepare(recipe.embedded_model))
     local = recipe.local_model_path()
     return str(local) if local is not None else recipe.model
-
-
-def _core_list(cores: list[int]) -> str:
-    """[0, 1, 2] -> '0-2'; [0, 2] -> '0,2' (the syntax VLLM_CPU_OMP_THREADS_BIND takes per rank)."""
-    if cores == list(range(cores[0], cores[-1] + 1)) and len(cores) > 1:
-        return f"{cores[0]}-{cores[-1]}"
-    return ",".join(str(c) for c in cores)
-
-
-def cpu_threads_bind(cores: list[int], ranks: int, recipe_name: str = "recipe") -> str:
-    """VLLM_CPU_OMP_THREADS_BIND for `ranks` CPU workers sharing `cores`: one '|'-separated group per rank.
-
-    Example: cores [0, 1], ranks 1 -> '0-1'; ranks 2 -> '0|1'; cores [0..7], ranks 2 -> '0-3|4-7'.
-    vllm-cpu refuses '0-1' for two ranks ("Not enough allowed NUMA nodes to bind threads of 2 local
-    CPUWorkers"), so the split is not optional.
-    """
-    cores = sorted(cores)
-    if ranks > len(cores):
-        raise WorkbenchError(
-            f"{recipe_name}: {ranks} CPU ranks (tensor_parallel_size x pipeline_parallel_size) need at least "
-            f"{ranks} cores, this process may use {len(cores)} ({_core_list(cores)}); lower the parallel sizes"
-        )
-    per_rank = len(cores) // ranks
-    return "|".join(_core_list(cores[i * per_rank : (i + 1) * per_rank]) for i in range(ranks))
 
 
 def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[str, str] | None) -> dict[str, str]:

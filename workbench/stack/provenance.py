@@ -78,5 +78,3 @@ def provenance(
     if directory is not None and directory.is_dir():
         record["model_hashes"] = model_record(directory)
     return record
-
-

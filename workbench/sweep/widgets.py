@@ -49,12 +49,12 @@ def explorer_figure(
 def explorer(report: SweepReport):
     """Dropdowns for x, y and each factor, bound to `explorer_figure` (interactive sessions).
 
-    Headless (see `workbench.widgets.headless`): a note instead, since the default view is the chart above.
+    Headless (see `workbench.display.widgets.headless`): a note instead, since the default view is the chart above.
     """
     import ipywidgets as widgets
     from IPython.display import Markdown, display
 
-    from workbench.widgets import headless
+    from workbench.display.widgets import headless
 
     if headless():
         return Markdown(

@@ -11,27 +11,3 @@ knowledge base (`diagnosis`) and orders the events of all files in time to name 
 (`report`). `workbench.serving.crash.classify` uses the same engine for a failed server's log.
 `collect_env` reads vllm-ascend's environment report back into the stack it describes.
 """
-
-from workbench.triage.collect_env import CollectedEnv, looks_like_collect_env, parse_collect_env
-from workbench.triage.diagnosis import Diagnosis, diagnose
-from workbench.triage.kinds import FailureKind
-from workbench.triage.knowledge import KnowledgeBase, load_knowledge_base
-from workbench.triage.render import render_text, report_dict
-from workbench.triage.report import ErrorEvent, TriageReport, triage_paths, triage_text
-
-__all__ = [
-    "CollectedEnv",
-    "Diagnosis",
-    "ErrorEvent",
-    "FailureKind",
-    "KnowledgeBase",
-    "TriageReport",
-    "diagnose",
-    "load_knowledge_base",
-    "looks_like_collect_env",
-    "parse_collect_env",
-    "render_text",
-    "report_dict",
-    "triage_paths",
-    "triage_text",
-]

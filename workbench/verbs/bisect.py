@@ -47,16 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench.bisect import (
-        Bisect,
-        check_resumable,
-        default_out_dir,
-        default_plan_for,
-        load_plan,
-        recipe_fingerprint,
-    )
+    from workbench.bisect.plan import default_plan_for, load_plan
     from workbench.bisect.report import steps_table, verdict_table
-    from workbench.bisect.runner import probe_with_server
+    from workbench.bisect.runner import Bisect, check_resumable, default_out_dir, probe_with_server, recipe_fingerprint
     from workbench.recipes import load_serving_recipe
 
     recipe = load_serving_recipe(args.recipe)

@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from workbench import envcheck
+    from workbench.envcheck import api as envcheck
 
     ctx = envcheck.CheckContext.from_environment(
         ascend_root=args.ascend_root,

@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.kernels import context_of, kernel_diff, read_stack, selection_table
+    from workbench.backend.kernels import context_of, kernel_diff, read_stack, selection_table
 
     if args.diff:
         a, b = (read_stack(p) for p in args.diff)

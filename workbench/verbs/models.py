@@ -14,8 +14,8 @@ import json
 import sys
 import time
 
-from workbench import embedded_models
-from workbench.embedded_models import EmbeddedModel
+from workbench.embedded_models import api as embedded_models
+from workbench.embedded_models.catalog import EmbeddedModel
 
 ALL = "all"
 

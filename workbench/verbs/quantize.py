@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.quantize import QuantizeRequest, Scheme, parse_format, quantize_checkpoint
+    from workbench.quantize.checkpoint import quantize_checkpoint
+    from workbench.quantize.request import QuantizeRequest, Scheme, parse_format
 
     request = QuantizeRequest(
         model=args.model,

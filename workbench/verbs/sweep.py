@@ -93,10 +93,13 @@ def execution_from(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.sweep import ResultStore, build_report, load_sweep_spec, run_adaptive, run_sweep, write_html
+    from workbench.sweep.adaptive import run_adaptive
     from workbench.sweep.analysis import overhead_table
     from workbench.sweep.interference import confirm_path
-    from workbench.sweep.runner import confirm_best
+    from workbench.sweep.report import build_report, write_html
+    from workbench.sweep.runner import confirm_best, run_sweep
+    from workbench.sweep.spec import load_sweep_spec
+    from workbench.sweep.store import ResultStore
 
     spec = load_sweep_spec(args.spec)
     out = args.out or run_dir("sweeps", spec.name)

@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from workbench.errors import WorkbenchError
-    from workbench.triage import load_knowledge_base, render_text, report_dict, triage_paths
+    from workbench.triage.knowledge import load_knowledge_base
+    from workbench.triage.render import render_text, report_dict
+    from workbench.triage.report import triage_paths
 
     report = triage_paths([p.expanduser() for p in args.paths], load_knowledge_base(args.codes))
     if not report.inputs:

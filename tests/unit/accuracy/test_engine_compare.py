@@ -29,7 +29,7 @@ IDS = [5, 17, 300, 42, 7, 99, 1024, 3, 64]
 
 def capture_reference(out, ids: list[int]) -> WorkbenchDump:
     from workbench.accuracy.dump import capture_dump, load_causal_lm
-    from workbench.embedded_models import prepare
+    from workbench.embedded_models.catalog import prepare
 
     model = load_causal_lm(prepare("tiny"), torch.float32, "cpu")
     capture_dump(model, {"input_ids": torch.tensor([ids])}, out, prompt_token_ids=ids)

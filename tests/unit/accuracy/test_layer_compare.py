@@ -13,7 +13,7 @@ PROMPT = "The quick brown fox jumps over the lazy dog, and then"
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    from workbench.embedded_models import prepare
+    from workbench.embedded_models.catalog import prepare
 
     model_dir = prepare("tiny")
     ids = layer_compare.prompt_ids(model_dir, PROMPT)

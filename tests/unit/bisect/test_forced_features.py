@@ -6,7 +6,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.unit.bisect.test_runner import ScriptedProbe
-from workbench.bisect import Bisect, load_plan
+from workbench.bisect.plan import load_plan
+from workbench.bisect.runner import Bisect
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
 

@@ -10,7 +10,7 @@ import threading
 import time
 
 from tests.unit.bisect.test_runner import ScriptedProbe, setup  # noqa: F401  (the fixture)
-from workbench.bisect import Bisect
+from workbench.bisect.runner import Bisect
 from workbench.recipes import Device
 from workbench.serving.device_groups import make_pool
 

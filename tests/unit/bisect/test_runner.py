@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import REPO_ROOT
-from workbench.bisect import Bisect, check_resumable, load_plan
 from workbench.bisect.outputs import GreedyOutput
-from workbench.bisect.runner import StepRecord, StepStore
+from workbench.bisect.plan import load_plan
+from workbench.bisect.runner import Bisect, StepRecord, StepStore, check_resumable
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import embedded_models
+from workbench.embedded_models import api as embedded_models
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from workbench import cli
-from workbench.embedded_models import Engine, FinishReason, GenerationRequest, generate
+from workbench.embedded_models.generation import Engine, FinishReason, GenerationRequest, generate
 from workbench.errors import WorkbenchError
 
 

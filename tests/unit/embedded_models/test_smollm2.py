@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import embedded_models
+from workbench.embedded_models import api as embedded_models
 from workbench.embedded_models import cache, smollm2
 from workbench.errors import WorkbenchError
 
@@ -84,7 +84,7 @@ def test_prepared_directory_and_provenance(smollm2_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_greedy_continues_with_paris(smollm2_dir: Path) -> None:
-    from workbench.embedded_models import GenerationRequest, generate
+    from workbench.embedded_models.generation import GenerationRequest, generate
 
     result = generate(GenerationRequest(model="smollm2", prompt="The capital of France is", max_tokens=4))
     assert result.model_dir == smollm2_dir

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import embedded_models
+from workbench.embedded_models import api as embedded_models
 from workbench.embedded_models import tiny, tiny_tokenizer
 
 EXPECTED_FILES = {
@@ -159,7 +159,7 @@ def test_resolve_model_accepts_names_and_checkpoint_dirs(tiny_dir: Path, tmp_pat
 
 BUILD_BESIDE_TOKENIZER_IMPORT = """
 import sys
-from workbench.embedded_models import prepare
+from workbench.embedded_models.catalog import prepare
 from workbench.serving import loadgen
 loadgen.import_tokenizer_library_in_background()  # what a sweep starts just before it prepares the model
 try:

@@ -10,9 +10,9 @@ import pytest
 
 from tests.unit.envcheck.fakes import board_with_firmware, build_ascend_tree, install_fake_npu_smi, make_ctx
 from workbench.cli import main
-from workbench.envcheck import Status, checklist_table, fixes_table, run_checks, to_frame, to_html, to_json, to_text
-from workbench.envcheck.result import CheckResult, Group
-from workbench.envcheck.runner import Report
+from workbench.envcheck.report import checklist_table, fixes_table, to_frame, to_html, to_json, to_text
+from workbench.envcheck.result import CheckResult, Group, Status
+from workbench.envcheck.runner import Report, run_checks
 
 
 def ascend_machine(tmp_path, table: str, board: str | None = None, **tree_options):

@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 from tests.unit.envcheck.fakes import board_with_firmware, build_ascend_tree, install_fake_npu_smi, make_ctx
-from workbench.stack import cann
-from workbench.stack import fingerprint, host, provenance
+from workbench.stack import cann, fingerprint, host, provenance
 from workbench.stack.model_hashes import model_hashes
 
 A2_8CARD = "npu_smi_info_910b4_8card_atlas800i_a2_healthy.txt"

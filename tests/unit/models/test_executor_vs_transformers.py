@@ -22,7 +22,7 @@ NEW_TOKENS = {"tiny": 32, "smollm2": 16}
 
 @pytest.fixture(scope="module", params=MODELS)
 def pair(request):
-    from workbench.embedded_models import prepare
+    from workbench.embedded_models.catalog import prepare
 
     path = prepare(request.param)
     hf = transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).eval()

@@ -1,4 +1,4 @@
-"""`workbench.kernels`: which op runs a different kernel on two stacks, stack files, and the `kernels` verb."""
+"""`workbench.backend.kernels`: which op runs a different kernel on two stacks, stack files, and the `kernels` verb."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
+from workbench.backend.kernels import KernelChange, kernel_diff, read_stack, selection_table
 from workbench.cli import main
 from workbench.errors import WorkbenchError
-from workbench.kernels import KernelChange, kernel_diff, read_stack, selection_table
 
 V0110 = {
     "python": "3.11.7",

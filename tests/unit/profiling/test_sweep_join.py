@@ -7,9 +7,9 @@ import yaml
 from workbench.profiling.model import CPU_MAPPING, Profile, ProfileFormat, StepShare
 from workbench.profiling.report import summary
 from workbench.profiling.verdicts import judge
-from workbench.sweep import build_report, load_sweep_spec, write_html
 from workbench.sweep.diagnosis import Bottleneck, WorkloadContext, diagnose_point
-from workbench.sweep.spec import expand
+from workbench.sweep.report import build_report, write_html
+from workbench.sweep.spec import expand, load_sweep_spec
 from workbench.sweep.store import PointResult, PointStatus, ResultStore
 
 SPEC = {

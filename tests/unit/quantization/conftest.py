@@ -94,7 +94,7 @@ def mixed_model(float_state, ranges):
 @pytest.fixture(scope="session")
 def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workbench cache holding the prepared `tiny` model (built once per session, in seconds)."""
-    from workbench import embedded_models
+    from workbench.embedded_models import api as embedded_models
 
     root = tmp_path_factory.mktemp("workbench-cache")
     with pytest.MonkeyPatch.context() as patch:

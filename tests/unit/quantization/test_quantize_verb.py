@@ -10,7 +10,8 @@ import torch
 from ascend_backend.models import Executor, SamplingParams
 from ascend_backend.quantization import QuantFormat, checkpoint_format, read_checkpoint
 from workbench import cli
-from workbench.quantize import REPORT_FILE, QuantizeRequest, Scheme, quantize_checkpoint
+from workbench.quantize.checkpoint import REPORT_FILE, quantize_checkpoint
+from workbench.quantize.request import QuantizeRequest, Scheme
 
 
 def quantize(*args: str) -> int:

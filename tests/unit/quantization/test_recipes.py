@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from workbench.embedded_models import RECIPES, EmbeddedModel
+from workbench.embedded_models.catalog import EmbeddedModel, model_recipe
 from workbench.recipes import load_serving_recipe
-from workbench.sweep import expand, load_sweep_spec
+from workbench.sweep.spec import expand, load_sweep_spec
 
 
 def test_the_w8a8_serving_recipe_matches_the_float_one_but_for_the_model():
@@ -23,7 +23,7 @@ def test_the_sweep_has_quantization_as_a_value():
 
 
 def test_the_embedded_w8a8_model_names_its_scheme_and_source_in_its_fingerprint():
-    recipe = RECIPES[EmbeddedModel.SMOLLM2_W8A8]
+    recipe = model_recipe(EmbeddedModel.SMOLLM2_W8A8)
     fingerprint = recipe.fingerprint()
     assert "w8a8-dynamic" in fingerprint and "compressed-tensors" in fingerprint
-    assert RECIPES[EmbeddedModel.SMOLLM2].fingerprint() in fingerprint  # a new smollm2 build invalidates it
+    assert model_recipe(EmbeddedModel.SMOLLM2).fingerprint() in fingerprint  # a new smollm2 build invalidates it

@@ -12,7 +12,7 @@ from workbench.verbs.serve import parse_env_pairs
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from workbench.embedded_models import prepare
+    from workbench.embedded_models.catalog import prepare
     from workbench.serving.loadgen import load_tokenizer
 
     return load_tokenizer(prepare("tiny"))
@@ -136,7 +136,7 @@ def test_two_threads_loading_the_first_tokenizer_at_once_both_get_it():
     import sys
 
     from tests.conftest import REPO_ROOT
-    from workbench.embedded_models import prepare
+    from workbench.embedded_models.catalog import prepare
 
     model = str(prepare("tiny"))
     modes = ["plain"] * 3 + ["prefetch"] * 2

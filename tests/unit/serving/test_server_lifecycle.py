@@ -246,7 +246,7 @@ def test_a_killed_launcher_leaves_no_server_behind(tmp_path):
     [([0, 1], 1, "0-1"), ([0, 1], 2, "0|1"), (list(range(8)), 2, "0-3|4-7"), ([0, 2, 4], 1, "0,2,4"), ([3], 1, "3")],
 )
 def test_cpu_threads_bind_gives_each_rank_its_cores(cores, ranks, expected):
-    from workbench.serving.server import cpu_threads_bind
+    from workbench.serving.device_groups import cpu_threads_bind
 
     assert cpu_threads_bind(cores, ranks) == expected
 

@@ -10,9 +10,9 @@ import yaml
 
 from workbench.cli import main
 from workbench.stack.fingerprint import cpu_model
-from workbench.sweep import build_report, charts, load_sweep_spec, write_html
-from workbench.sweep.report import plan_frame
-from workbench.sweep.spec import expand
+from workbench.sweep import charts
+from workbench.sweep.report import build_report, plan_frame, write_html
+from workbench.sweep.spec import expand, load_sweep_spec
 from workbench.sweep.store import PointResult, PointStatus, ResultStore
 from workbench.sweep.widgets import ALL, explorer_figure, factors, select
 

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.sweep import Execution
+from workbench.sweep.runner import Execution
 from workbench.verbs import sweep as sweep_verb
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tests.conftest import FIXTURES
-from workbench.triage import looks_like_collect_env, parse_collect_env, triage_paths
+from workbench.triage.collect_env import looks_like_collect_env, parse_collect_env
+from workbench.triage.report import triage_paths
 
 ENV = FIXTURES / "collect_env"
 

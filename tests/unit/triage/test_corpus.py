@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES
-from workbench.triage import FailureKind, triage_paths
+from workbench.triage.kinds import FailureKind
+from workbench.triage.report import triage_paths
 
 CORPUS = FIXTURES / "triage"
 EXPECTED = yaml.safe_load((CORPUS / "expected.yaml").read_text(encoding="utf-8"))["fixtures"]

@@ -10,10 +10,10 @@ import datetime as dt
 
 import pytest
 
-from workbench.triage import load_knowledge_base
 from workbench.triage.blocks import RAW_QUIET_LINES, extract_blocks, trigger_pattern
 from workbench.triage.codes import CodeKind, ErrorCode, find_codes
 from workbench.triage.frames import Frame, calling_frame, find_frames
+from workbench.triage.knowledge import load_knowledge_base
 from workbench.triage.line_format import Level, parse_line
 from workbench.triage.operators import find_operators, suite_op
 from workbench.triage.timestamps import make_time

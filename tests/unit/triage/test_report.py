@@ -8,7 +8,9 @@ import os
 import pytest
 
 from tests.conftest import FIXTURES
-from workbench.triage import FailureKind, render_text, report_dict, triage_paths, triage_text
+from workbench.triage.kinds import FailureKind
+from workbench.triage.render import render_text, report_dict
+from workbench.triage.report import triage_paths, triage_text
 
 CORPUS = FIXTURES / "triage"
 

@@ -4,7 +4,7 @@ The answers come from ascend_backend's kernel-selection table (`ascend_backend.k
 vllm-ascend release range, chip family, op or attention state and graph mode, each cited from
 vllm-ascend's source). The workbench adds reading stacks from files and the comparison:
 
-    from workbench.kernels import kernel_diff, read_stack
+    from workbench.backend.kernels import kernel_diff, read_stack
     for change in kernel_diff(read_stack("v0110.lock.yaml"), read_stack("v0180.lock.yaml")):
         print(change.describe())
     # paged_decode_attention (DecodeOnly): _npu_paged_attention -> npu_fused_infer_attention_score
@@ -29,6 +29,7 @@ import yaml
 from ascend_backend import kernels
 from ascend_backend.kernels import CallFacts, GraphMode, KernelChoice, SelectionContext
 from workbench.errors import WorkbenchError
+from workbench.results.envelope import provenance_of
 
 
 @dataclass(frozen=True)
@@ -167,8 +168,7 @@ def _stack_in(data: Any, path: Path) -> dict[str, Any]:
         raise WorkbenchError(
             f"{path}: expected a mapping (a stack, a lock file or a result file), got {type(data).__name__}"
         )
-    provenance = data.get("provenance")
-    for candidate in (data.get("stack"), provenance.get("stack") if isinstance(provenance, Mapping) else None):
+    for candidate in (data.get("stack"), provenance_of(data).get("stack")):
         if isinstance(candidate, Mapping):
             return dict(candidate)
     if "versions" in data:
@@ -192,31 +192,3 @@ def read_stack(path: str | Path) -> dict[str, Any]:
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise WorkbenchError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML/JSON'}: {exc}") from None
     return _stack_in(data, path)
-
-
-def device_checks() -> list:
-    """Pre-flight items for a machine with torch_npu installed (call only there: this imports torch_npu):
-    `device.atb` (NNAL/ATB loads; op-plugin would only fail at the first `_npu_*` call) and
-    `device.kernels` (the release, chip and graph mode the selection sees, and the attention kernels)."""
-    from ascend_backend import device
-    from workbench.envcheck.result import Group, failed, passed, skipped
-
-    status = device.npu_status()
-    if not status.available:
-        reason = f"torch_npu unusable: {status.kind.value} ({status.detail})"
-        return [skipped("device.atb", Group.DEVICE, reason), skipped("device.kernels", Group.DEVICE, reason)]
-    atb = device.atb_status()
-    atb_check = (
-        passed("device.atb", Group.DEVICE, atb.detail, "op-plugin's ATB kernels load (NNAL present and matching)")
-        if atb.available
-        else failed("device.atb", Group.DEVICE, f"{atb.kind.value}: {atb.detail}", "ATB kernels load", atb.fix)
-    )
-    choices = {op: kernels.choose(op) for op in kernels.STATES}
-    chosen = "; ".join(
-        f"{kernels.STATES[op]}: {c.kernel} ({c.row.id if c.row else c.reason})" for op, c in choices.items()
-    )
-    observed = f"{kernels.active_context().describe()}; {chosen}"
-    return [
-        atb_check,
-        passed("device.kernels", Group.DEVICE, observed, "the kernel-selection table's choice per state"),
-    ]

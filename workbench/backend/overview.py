@@ -56,7 +56,7 @@ def registry_table(device: str = "auto") -> pd.DataFrame:
 def kernel_table(stack_file: str | None = None):
     """The NPU kernel per op and attention state on this machine (or a stored stack), with the table row and
     its vllm-ascend source; the caption says how the release, chip and graph mode were found."""
-    from workbench.kernels import context_of, read_stack, selection_table
+    from workbench.backend.kernels import context_of, read_stack, selection_table
 
     stack = read_stack(stack_file) if stack_file else None
     table = selection_table(stack)[["op", "state", "kernel", "recipe", "row", "source"]]

@@ -21,7 +21,7 @@ from workbench.results.files import write_json
 
 # A cell that runs longer than this fails its notebook (named with the cell) instead of blocking the run.
 DEFAULT_CELL_TIMEOUT_S = 1800.0
-HEADLESS_ENV = "ASCEND_WORKBENCH_HEADLESS"  # read by workbench.widgets in the kernel
+HEADLESS_ENV = "ASCEND_WORKBENCH_HEADLESS"  # read by workbench.display.widgets in the kernel
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _failing_cell_index(executed: Path, exec_count: int | None) -> int | None:
 
 
 def _to_html(executed: Path) -> str:
-    from workbench.notebook_html import notebook_to_html
+    from workbench.run.html import notebook_to_html
 
     return notebook_to_html(executed).name
 

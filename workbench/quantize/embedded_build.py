@@ -1,11 +1,12 @@
 """`smollm2-w8a8`: SmolLM2-135M-Instruct quantized to W8A8 by the workbench, in compressed-tensors layout.
 
 The quantized model the serving recipe `cpu-smollm2-w8a8`, the sweep's quantization value and
-notebook 10 use. It is built on first use, like the other embedded models: prepare `smollm2`,
-quantize with `workbench.quantize` (a static scheme would calibrate on
+notebook 10 use. It is an embedded model built on first use like the others, and this package
+registers its build (`SMOLLM2_W8A8`, entry point `ascend_workbench.model_builds`, pyproject.toml):
+prepare `smollm2`, quantize it here (a static scheme would calibrate on
 `workbench.evaluate.datasets.calibration_set`, kept apart from what `evaluate` scores), write
-compressed-tensors, which vLLM's CPU backend serves with its int8 kernels. The build goes through `cache.build_atomically`, so a killed build
-never leaves a directory a server could load.
+compressed-tensors, which vLLM's CPU backend serves with its int8 kernels. The catalog builds it
+through `cache.build_atomically`, so a killed build never leaves a directory a server could load.
 
 The fingerprint names everything the weights depend on: the smollm2 build, the scheme and layers kept
 float, the calibration samples' content, and BUILD_VERSION (bump it when the quantizer's arithmetic
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.embedded_models import smollm2
+from workbench.embedded_models.catalog import EmbeddedModel, ModelRecipe
 
 BUILD_VERSION = 1
 # Dynamic (per-token) W8A8 on every decoder projection. Why not static here: (1) vLLM 0.32's CPU kernel
@@ -49,7 +51,8 @@ def fingerprint() -> str:
 def build(out_dir: Path) -> dict[str, Any]:
     """Quantize the prepared smollm2 into `out_dir` (an empty staging directory); return provenance fields."""
     from ascend_backend.quantization import QuantFormat
-    from workbench.quantize import QuantizeRequest, Scheme, build_into
+    from workbench.quantize.checkpoint import build_into
+    from workbench.quantize.request import QuantizeRequest, Scheme
 
     request = QuantizeRequest(
         model="smollm2",
@@ -74,3 +77,12 @@ def build(out_dir: Path) -> dict[str, Any]:
         },
         "source": {"model": "smollm2", "fingerprint": smollm2.fingerprint()},
     }
+
+
+SMOLLM2_W8A8 = ModelRecipe(
+    EmbeddedModel.SMOLLM2_W8A8,
+    "SmolLM2-135M-Instruct in W8A8 (int8 weights, per-token int8 activations; compressed-tensors), "
+    "quantized by the workbench from smollm2 on first use",
+    fingerprint,
+    build,
+)

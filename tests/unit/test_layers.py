@@ -1,0 +1,167 @@
+"""The layers of `workbench/` (docs/ARCHITECTURE.md), enforced from the code's own imports.
+
+Every import counts — at module level, inside a function (a lazy import is still a dependency) and under
+TYPE_CHECKING — so a cycle cannot hide behind a deferred import. Three rules:
+
+1. every package and root module of `workbench/` has a layer in LAYERS (a new one must be placed);
+2. nothing imports a higher layer;
+3. no cycle, between modules or between packages (the domains form a DAG among themselves).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT
+
+# Bottom up. A unit is a package of workbench/ or a root module; it may import its own layer and below.
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("foundation", frozenset({"errors", "settings"})),
+    ("results", frozenset({"results", "display"})),
+    ("recipes", frozenset({"recipes"})),
+    ("stack", frozenset({"stack"})),
+    (
+        "domains",
+        frozenset(
+            {
+                "accuracy",
+                "backend",
+                "bisect",
+                "embedded_models",
+                "envcheck",
+                "evaluate",
+                "lock",
+                "profiling",
+                "quantize",
+                "run",
+                "scan",
+                "serving",
+                "sweep",
+                "triage",
+            }
+        ),
+    ),
+    ("interfaces", frozenset({"verbs", "cli"})),
+)
+LAYER_OF = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
+PACKAGE = REPO_ROOT / "workbench"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def unit_of(module: str) -> str:
+    """'workbench.sweep.runner' -> 'sweep'; 'workbench.settings' -> 'settings'."""
+    return module.split(".")[1] if module.count(".") >= 1 else ""
+
+
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        base = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+        prefix = ".".join(base + ([node.module] if node.module else []))
+    else:
+        prefix = node.module or ""
+    return [prefix] + [f"{prefix}.{alias.name}" for alias in node.names]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the workbench modules it imports (a `from pkg import name` counts `pkg.name` if a module)."""
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in known.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            for name in _imported(node, module, path.name == "__init__.py"):
+                if name.split(".")[0] != "workbench":
+                    continue
+                while name not in known and "." in name:
+                    name = name.rsplit(".", 1)[0]
+                if name in known and name not in (module, "workbench"):  # the root package holds nothing
+                    targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    units: dict[str, set[str]] = defaultdict(set)
+    for module, targets in graph.items():
+        units[unit_of(module)] |= {unit_of(t) for t in targets} - {unit_of(module)}
+    return dict(units)
+
+
+def test_every_package_and_root_module_has_a_layer():
+    units = {unit_of(m) for m in modules()} - {""}
+    assert sorted(units - LAYER_OF.keys()) == [], "place the new package in LAYERS (and docs/ARCHITECTURE.md)"
+
+
+def test_nothing_imports_a_higher_layer():
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if LAYER_OF.get(unit_of(target), -1) > LAYER_OF.get(unit_of(module), len(LAYERS))
+    ]
+    assert sorted(upward) == []
+
+
+def test_no_import_cycle_between_modules():
+    assert cycles(import_graph()) == []
+
+
+def test_no_import_cycle_between_packages():
+    assert cycles(package_graph(import_graph())) == []
+
+
+def test_the_checker_sees_a_cycle_and_an_upward_import():
+    """The rules above must be able to fail: a planted cycle and a planted upward edge are found."""
+    graph = {"workbench.stack.a": {"workbench.sweep.b"}, "workbench.sweep.b": {"workbench.stack.a"}}
+    assert cycles(graph) == [["workbench.stack.a", "workbench.sweep.b"]]
+    assert cycles(package_graph(graph)) == [["stack", "sweep"]]
+    assert LAYER_OF["sweep"] > LAYER_OF["stack"]
