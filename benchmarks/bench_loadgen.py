@@ -52,7 +52,8 @@ def wait_at_barrier(args: argparse.Namespace) -> None:
 
 
 def child_ours(args: argparse.Namespace) -> dict:
-    from workbench.serving.loadgen import Workload, build_prompts, load_tokenizer, run_coroutine, run_load_async
+    from workbench.serving.load.runner import run_coroutine, run_load_async
+    from workbench.serving.load.workload import Workload, build_prompts, load_tokenizer
 
     workload = Workload(
         input_len=args.input_len, output_len=args.output_len, num_prompts=args.num_prompts, concurrency=args.concurrency
@@ -64,7 +65,7 @@ def child_ours(args: argparse.Namespace) -> dict:
     cpu = time.process_time() - cpu0
     s = result.summary
     return {
-        "client": "workbench.serving.loadgen",
+        "client": "workbench.serving.load",
         "completed": s.completed,
         "failed": s.failed,
         "total_output_tokens": s.total_output_tokens,
@@ -196,7 +197,8 @@ def per_1k(row: dict) -> float:
 
 
 def compare(args: argparse.Namespace, url: str, model: str, tokenizer: str) -> None:
-    from workbench.serving.loadgen import Workload, run_load
+    from workbench.serving.load.runner import run_load
+    from workbench.serving.load.workload import Workload
 
     print("warm-up: 16 requests", flush=True)
     run_load(

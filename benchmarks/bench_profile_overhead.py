@@ -41,7 +41,7 @@ def _server(stack: contextlib.ExitStack, recipe, configured: bool, trace_dir: Pa
 
 
 def _load(server, prompts, workload) -> float:
-    from workbench.serving.loadgen import run_coroutine, run_load_async
+    from workbench.serving.load.runner import run_coroutine, run_load_async
 
     result = run_coroutine(run_load_async(server.url, server.model, prompts, workload, progress=False))
     assert result.summary.failed == 0, result.records[0].error
@@ -60,7 +60,7 @@ def main() -> int:
 
     from workbench.profiling.capture import server_tokenizer
     from workbench.recipes import load_serving_recipe
-    from workbench.serving.loadgen import Workload, build_prompts
+    from workbench.serving.load.workload import Workload, build_prompts
 
     recipe = load_serving_recipe(args.recipe)
     workload = Workload(

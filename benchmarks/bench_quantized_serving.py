@@ -17,7 +17,8 @@ import argparse
 import math
 
 from workbench.recipes import load_serving_recipe
-from workbench.serving.loadgen import Workload, run_load
+from workbench.serving.load.runner import run_load
+from workbench.serving.load.workload import Workload
 from workbench.serving.server import launch
 
 RECIPES = ("cpu-smollm2", "cpu-smollm2-w8a8")

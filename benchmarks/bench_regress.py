@@ -59,9 +59,9 @@ class Experiment:
     BASELINE = "good"
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from workbench.lock.thresholds import load_thresholds
         from workbench.recipes import load_serving_recipe
-        from workbench.serving.loadgen import Workload
+        from workbench.regress.thresholds import load_thresholds
+        from workbench.serving.load.workload import Workload
 
         self.args = args
         self.out = args.out or Path(tempfile.mkdtemp(prefix="bench-regress-"))
@@ -77,7 +77,7 @@ class Experiment:
 
     def measure(self, label: str, recipe) -> list[Path]:
         """A fresh server of `recipe`, a warm-up, `--repeats` bench runs (one JSON each)."""
-        from workbench.lock.measure import measure_repeats
+        from workbench.regress.measure import measure_repeats
 
         return measure_repeats(
             recipe,
@@ -91,9 +91,9 @@ class Experiment:
 
     def judge(self, paths: list[Path]) -> tuple[float, list[str], str, float]:
         """(output-throughput change, metrics flagged as regressions, the throughput finding, its median)."""
-        from workbench.lock.regress import regress
-        from workbench.lock.results import read_all
-        from workbench.lock.store import load_baseline
+        from workbench.regress.regress import regress
+        from workbench.regress.results import read_all
+        from workbench.regress.store import load_baseline
 
         baseline = load_baseline(self.BASELINE)
         report = regress(self.BASELINE, baseline.runs, read_all(paths), self.thresholds)
@@ -103,8 +103,8 @@ class Experiment:
 
 
 def save_baseline_runs(exp: Experiment) -> None:
-    from workbench.lock.results import read_all
-    from workbench.lock.store import save_baseline
+    from workbench.regress.results import read_all
+    from workbench.regress.store import save_baseline
 
     paths = exp.measure("baseline", exp.recipe)
     save_baseline(exp.BASELINE, paths)

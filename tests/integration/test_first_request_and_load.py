@@ -7,7 +7,8 @@ import json
 import pytest
 
 from workbench.cli import main
-from workbench.serving.loadgen import Workload, run_load
+from workbench.serving.load.runner import run_load
+from workbench.serving.load.workload import Workload
 from workbench.serving.smoke import Verdict, run_smoke
 
 pytestmark = pytest.mark.integration
@@ -39,7 +40,7 @@ def test_load_64_requests_exact_lengths(tiny_server):
     assert s.total_output_tokens == 64 * 16
     assert 0 < s.ttft_ms["median"] <= s.e2el_ms["median"]
     assert s.output_throughput > 0 and len(result.to_frame()) == 64
-    assert result.meta["server_vllm_version"] and result.meta["stack"]["versions"]["torch"]  # the provenance stamp
+    assert result.provenance["server_vllm_version"] and result.provenance["stack"]["versions"]["torch"]  # the provenance stamp
 
 
 def test_cli_smoke_and_bench(tiny_server, tmp_path):

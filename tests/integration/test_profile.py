@@ -18,7 +18,7 @@ import yaml
 
 from tests.conftest import REPO_ROOT
 from tests.integration.conftest import CASE_VAR, processes_with_marker
-from workbench.profiling.model import Profile
+from workbench.profiling.profile import Profile
 from workbench.sweep.report import build_report
 from workbench.sweep.runner import run_sweep
 from workbench.sweep.spec import load_sweep_spec

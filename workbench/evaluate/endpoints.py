@@ -91,7 +91,7 @@ class LocalTokenizer:
     """Token ids from a tokenizer directory (transformers), for servers without `/tokenize`."""
 
     def __init__(self, directory: Path):
-        from workbench.serving.loadgen import load_tokenizer
+        from workbench.serving.load.workload import load_tokenizer
 
         self.tokenizer = load_tokenizer(directory)
         self.max_model_len: int | None = None  # unknown: the server rejects a request that does not fit

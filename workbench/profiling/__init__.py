@@ -8,5 +8,5 @@
 
 A `Profile` splits every rank's steps the way msprof-analyze's cluster analysis does (Computing,
 Communication(Not Overlapped), Overlapped, Free) and lists ops by self time and kind of work; on CPU the
-"device" is the worker's compute (`model.CPU_MAPPING`).
+"device" is the worker's compute (`profile.CPU_MAPPING`).
 """

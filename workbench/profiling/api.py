@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.profiling.model import HostPhase, OpStat, Profile, ProfileFormat, StepShare
+from workbench.profiling.profile import HostPhase, OpStat, Profile, ProfileFormat, StepShare
 from workbench.profiling.read import read_profile
 from workbench.profiling.verdicts import Verdict, VerdictKind, judge, load_thresholds
 

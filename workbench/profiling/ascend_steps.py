@@ -27,7 +27,7 @@ from workbench.profiling import intervals
 from workbench.profiling.ascend_csv import MISSING, read_columns
 from workbench.profiling.chrome_trace import TraceTable
 from workbench.profiling.kinds import ascend_kind
-from workbench.profiling.model import OpStat, StepShare
+from workbench.profiling.profile import OpStat, StepShare
 
 STEP_TABLE_COLUMNS = {
     "device": ("Device_id",),

@@ -3,7 +3,7 @@
     with launch(recipe, extra_args=("--profiler-config", '{"profiler": "torch", ...}')) as server:
         warm-up requests                      (allocation, compilation: outside the window)
         POST /start_profile
-        the fixed workload                    (workbench.serving.loadgen, exact lengths)
+        the fixed workload                    (workbench.serving.load, exact lengths)
         POST /stop_profile
         wait until every rank's trace is completely written
     read the traces -> Profile (+ provenance, the workload's throughput)
@@ -42,12 +42,14 @@ from tqdm.auto import tqdm
 
 from workbench.errors import WorkbenchError
 from workbench.profiling.detect import worker_traces
-from workbench.profiling.model import Profile
+from workbench.profiling.profile import Profile
 from workbench.profiling.torch_npu import read_torch_npu
 from workbench.profiling.torch_trace import read_torch_traces
 from workbench.recipes import Device, ServingRecipe
 from workbench.serving.client import model_dir, server_version
-from workbench.serving.loadgen import LoadResult, Workload, build_prompts, load_tokenizer, run_coroutine, run_load_async
+from workbench.serving.load.metrics import LoadResult
+from workbench.serving.load.runner import run_coroutine, run_load_async
+from workbench.serving.load.workload import Workload, build_prompts, load_tokenizer
 from workbench.serving.server import Server, launch
 from workbench.stack.provenance import provenance
 

@@ -36,7 +36,8 @@ from workbench.profiling.capture import server_tokenizer
 from workbench.profiling.verdicts import Thresholds, load_thresholds
 from workbench.recipes import ServingRecipe
 from workbench.serving.client import server_version
-from workbench.serving.loadgen import Prompt, Workload, build_prompts, run_coroutine, run_load_async
+from workbench.serving.load.runner import run_coroutine, run_load_async
+from workbench.serving.load.workload import Prompt, Workload, build_prompts
 from workbench.serving.server import Server, launch
 from workbench.stack.provenance import provenance
 

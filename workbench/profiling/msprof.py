@@ -28,7 +28,7 @@ from workbench.errors import WorkbenchError
 from workbench.profiling import ascend_steps
 from workbench.profiling.ascend_csv import read_columns
 from workbench.profiling.chrome_trace import read_trace
-from workbench.profiling.model import NPU_MAPPING, OpStat, Profile, ProfileFormat, StepShare
+from workbench.profiling.profile import NPU_MAPPING, OpStat, Profile, ProfileFormat, StepShare
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 PATTERNS = (

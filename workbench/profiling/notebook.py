@@ -16,7 +16,7 @@ import pandas as pd
 
 from workbench.profiling import graph_mode as graph
 from workbench.profiling.capture import CaptureWorkload, capture
-from workbench.profiling.model import Profile
+from workbench.profiling.profile import Profile
 from workbench.profiling.read import read_profile
 from workbench.profiling.report import shares_table, summary
 from workbench.profiling.verdicts import Verdict, judge, load_thresholds, verdicts_frame

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from workbench.profiling import ascend_steps
 from workbench.profiling.detect import Detection, Found, detect
-from workbench.profiling.model import NPU_MAPPING, Profile, ProfileFormat
 from workbench.profiling.msprof import read_msprof
+from workbench.profiling.profile import NPU_MAPPING, Profile, ProfileFormat
 from workbench.profiling.torch_npu import read_torch_npu
 from workbench.profiling.torch_trace import read_torch_traces
 

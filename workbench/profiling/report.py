@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.profiling.model import Profile
+from workbench.profiling.profile import Profile
 from workbench.profiling.verdicts import Verdict, verdicts_frame
 
 SHARE_COLUMNS = [

@@ -34,7 +34,7 @@ from workbench.errors import WorkbenchError
 from workbench.profiling import intervals
 from workbench.profiling.chrome_trace import TraceTable, read_trace
 from workbench.profiling.kinds import is_collective, is_compile_work, torch_kind
-from workbench.profiling.model import (
+from workbench.profiling.profile import (
     CPU_MAPPING,
     CUDA_MAPPING,
     HostPhase,

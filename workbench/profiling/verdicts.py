@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field
 
-from workbench.profiling.model import Profile
+from workbench.profiling.profile import Profile
 from workbench.recipes import Frozen, load_recipe_file
 from workbench.settings import recipes_dir
 

@@ -56,8 +56,11 @@ class LogContents(Generic[T]):
 class JsonlLog:
     """Not thread-safe, by design: one writer per log (the driver thread of a sweep, bisect or evaluation)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, fsync: bool = True):
+        """`fsync=False` for a log that is not the durable record (a per-request trace written hundreds of
+        times a second): each line is still one whole write, but not forced to disk before the next."""
         self.path = Path(path)
+        self.fsync = fsync
 
     def __repr__(self) -> str:
         return f"JsonlLog({self.path})"
@@ -78,7 +81,8 @@ class JsonlLog:
                     f"{self.path}: wrote {written} of {len(line)} bytes (disk full?); free space and rerun: the "
                     "torn line is ignored and that record is measured again"
                 )
-            os.fsync(fd)
+            if self.fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
 

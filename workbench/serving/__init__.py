@@ -5,5 +5,5 @@
   never sees (SIGKILL, OOM kill, a killed notebook kernel);
 - `crash`: why a server died or never became usable, and the fix;
 - `client`: the small HTTP client for `/health`, `/v1/models`, `/version` (one way to ask);
-- `smoke`: the first request, three ways; `loadgen`: streaming load with `vllm bench serve`'s metrics.
+- `smoke`: the first request, three ways; `load`: streaming load with `vllm bench serve`'s metrics.
 """

@@ -39,14 +39,13 @@ from workbench.profiling import sweep_point as point_profiles
 from workbench.serving.client import model_dir, server_version
 from workbench.serving.crash import CrashReport, ServerFailure
 from workbench.serving.device_groups import DeviceGroup
-from workbench.serving.loadgen import (
-    LoadResult,
+from workbench.serving.load.metrics import LoadResult
+from workbench.serving.load.runner import run_coroutine, run_load_async
+from workbench.serving.load.workload import (
     Prompt,
     build_prompts,
     import_tokenizer_library_in_background,
     load_tokenizer,
-    run_coroutine,
-    run_load_async,
 )
 from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server, plan_launch, start
 from workbench.stack.provenance import provenance

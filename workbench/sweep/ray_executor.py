@@ -48,7 +48,7 @@ from workbench.serving.device_groups import (
     group_size,
     split_cores,
 )
-from workbench.serving.loadgen import load_tokenizer
+from workbench.serving.load.workload import load_tokenizer
 from workbench.serving.server import resolve_model
 from workbench.sweep.measure import ConfigMeasurer, PromptBook, lost_result, prompt_book
 from workbench.sweep.spec import SweepPoint

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from workbench.profiling.model import CPU_MAPPING
+from workbench.profiling.profile import CPU_MAPPING
 from workbench.sweep import charts
 from workbench.sweep.analysis import (
     aggregate_repeats,
@@ -134,7 +134,7 @@ class SweepReport:
 
     def profile_table(self) -> pd.DataFrame:
         """Each profiled point's time shares and verdicts next to its throughput and latency (empty when
-        the spec did not ask for profiles). On CPU the shares follow workbench.profiling.model.CPU_MAPPING."""
+        the spec did not ask for profiles). On CPU the shares follow workbench.profiling.profile.CPU_MAPPING."""
         present = [c for c in PROFILE_COLUMNS if c in self.points.columns]
         if not present:
             return pd.DataFrame()

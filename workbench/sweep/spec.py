@@ -44,7 +44,7 @@ from workbench.recipes import (
     stable_hash,
     validate_recipe,
 )
-from workbench.serving.loadgen import SLO, Workload, workload_problems
+from workbench.serving.load.workload import SLO, Workload, workload_problems
 from workbench.settings import recipes_dir
 
 PointId = str  # 16 hex digits of sha256; NewType adds nothing to a str that is only compared

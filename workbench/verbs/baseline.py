@@ -52,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_save(args: argparse.Namespace) -> int:
-    from workbench.lock.store import save_baseline
-    from workbench.lock.tables import stack_summary
+    from workbench.regress.store import save_baseline
+    from workbench.regress.tables import stack_summary
 
     outcome = save_baseline(args.name, args.results, replace=args.replace, append=args.append)
     baseline = outcome.baseline
@@ -69,8 +69,8 @@ def run_save(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from workbench.lock.store import baselines_root, list_baselines
-    from workbench.lock.tables import stack_summary
+    from workbench.regress.store import baselines_root, list_baselines
+    from workbench.regress.tables import stack_summary
 
     listed = list_baselines()
     if not listed and not args.json:
@@ -103,9 +103,9 @@ def run_list(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench.lock.store import load_baseline
-    from workbench.lock.tables import series_summary, stack_summary, verdict_summary
-    from workbench.lock.thresholds import load_thresholds
+    from workbench.regress.store import load_baseline
+    from workbench.regress.tables import series_summary, stack_summary, verdict_summary
+    from workbench.regress.thresholds import load_thresholds
 
     baseline = load_baseline(args.name)
     latest = max(baseline.runs, key=lambda r: r.created_at).provenance
@@ -135,7 +135,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    from workbench.lock.store import delete_baseline
+    from workbench.regress.store import delete_baseline
 
     print(f"deleted baseline {args.name!r} ({delete_baseline(args.name)})")
     return 0

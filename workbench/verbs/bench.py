@@ -18,7 +18,9 @@ from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
-from workbench.serving.loadgen import SLO, LoadResult, Workload, run_load
+from workbench.serving.load.metrics import LoadResult
+from workbench.serving.load.runner import run_load
+from workbench.serving.load.workload import SLO, Workload
 from workbench.verbs.serve import add_server_arguments, server_from_args
 
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")
@@ -138,5 +140,5 @@ def run(args: argparse.Namespace) -> int:
         )
     print(format_summary(result))
     if args.json:
-        print(f"written: {result.save(args.json)}")
+        print(f"written: {result.write(args.json)}")
     return 0 if result.summary.failed == 0 else 1

@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_write(args: argparse.Namespace) -> int:
-    from workbench.lock.lockfile import write_lock
+    from workbench.regress.lockfile import write_lock
 
     lock, constraints = write_lock(args.out, constraints=args.constraints)
     print(f"lock file:   {lock}")
@@ -61,7 +61,7 @@ def run_write(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from workbench.lock.lockfile import check_lock, format_check, read_lock
+    from workbench.regress.lockfile import check_lock, format_check, read_lock
 
     lock = read_lock(args.file)
     result = check_lock(lock)

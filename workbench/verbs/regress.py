@@ -3,7 +3,7 @@
     ascend-workbench regress --baseline tiny-good runs/now-1.json runs/now-2.json runs/now-3.json
 
 Compares the results with the stored baseline metric by metric (output throughput, TTFT / TPOT / E2E
-percentiles, accuracy verdicts), with the noise rule of `workbench.lock.compare`, and prints the stack
+percentiles, accuracy verdicts), with the noise rule of `workbench.regress.compare`, and prints the stack
 difference beside each regression. Exit 0: no regression; 1: a regression (or, with --fail-on-thin, a
 worse metric on single runs); 2: a bad input (unknown baseline, unreadable file, different workloads).
 """
@@ -38,11 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.lock.regress import regress
-    from workbench.lock.report import format_report
-    from workbench.lock.results import read_all
-    from workbench.lock.store import load_baseline
-    from workbench.lock.thresholds import load_thresholds
+    from workbench.regress.regress import regress
+    from workbench.regress.report import format_report
+    from workbench.regress.results import read_all
+    from workbench.regress.store import load_baseline
+    from workbench.regress.thresholds import load_thresholds
 
     thresholds = load_thresholds(args.thresholds)
     baseline = load_baseline(args.baseline)

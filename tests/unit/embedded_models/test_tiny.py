@@ -160,7 +160,7 @@ def test_resolve_model_accepts_names_and_checkpoint_dirs(tiny_dir: Path, tmp_pat
 BUILD_BESIDE_TOKENIZER_IMPORT = """
 import sys
 from workbench.embedded_models.catalog import prepare
-from workbench.serving import loadgen
+from workbench.serving.load import workload as loadgen
 loadgen.import_tokenizer_library_in_background()  # what a sweep starts just before it prepares the model
 try:
     print(prepare("tiny").name)

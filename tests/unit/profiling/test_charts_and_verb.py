@@ -9,7 +9,7 @@ import pytest
 
 from workbench.cli import main
 from workbench.profiling import charts
-from workbench.profiling.model import Profile
+from workbench.profiling.profile import Profile
 from workbench.profiling.read import read_profile
 
 

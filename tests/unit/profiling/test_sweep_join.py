@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from workbench.profiling.model import CPU_MAPPING, Profile, ProfileFormat, StepShare
+from workbench.profiling.profile import CPU_MAPPING, Profile, ProfileFormat, StepShare
 from workbench.profiling.report import summary
 from workbench.profiling.verdicts import judge
 from workbench.sweep.diagnosis import Bottleneck, WorkloadContext, diagnose_point

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.profiling.model import CPU_MAPPING, HostPhase, Profile, ProfileFormat, StepShare
+from workbench.profiling.profile import CPU_MAPPING, HostPhase, Profile, ProfileFormat, StepShare
 from workbench.profiling.verdicts import VerdictKind, judge, load_thresholds
 
 

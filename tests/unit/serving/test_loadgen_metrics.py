@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.serving.loadgen import SLO, RequestRecord, Workload, arrival_offsets, summarize
+from workbench.serving.load.arrivals import arrival_offsets
+from workbench.serving.load.client import RequestRecord
+from workbench.serving.load.metrics import summarize
+from workbench.serving.load.workload import SLO, Workload
 
 
 def record(index, ttft, itl, out, *, ok=True, prompt=10):

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from workbench.serving.loadgen import Prompt, Workload, run_load_async
+from workbench.serving.load.runner import run_load_async
+from workbench.serving.load.workload import Prompt, Workload
 
 TOKENS = 5
 GAP_S = 0.02

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.serving.loadgen import SLO
+from workbench.serving.load.workload import SLO
 from workbench.verbs.bench import parse_goodput
 from workbench.verbs.serve import parse_env_pairs
 
@@ -13,14 +13,14 @@ from workbench.verbs.serve import parse_env_pairs
 @pytest.fixture(scope="module")
 def tokenizer():
     from workbench.embedded_models.catalog import prepare
-    from workbench.serving.loadgen import load_tokenizer
+    from workbench.serving.load.workload import load_tokenizer
 
     return load_tokenizer(prepare("tiny"))
 
 
 @pytest.mark.parametrize("input_len", [1, 7, 128, 1000])
 def test_prompts_have_exact_token_counts(tokenizer, input_len):
-    from workbench.serving.loadgen import build_prompts
+    from workbench.serving.load.workload import build_prompts
 
     prompts = build_prompts(tokenizer, 8, input_len, seed=1)
     assert len({p.text for p in prompts}) == 8
@@ -30,7 +30,7 @@ def test_prompts_have_exact_token_counts(tokenizer, input_len):
 
 
 def test_shared_prefix(tokenizer):
-    from workbench.serving.loadgen import build_prompts
+    from workbench.serving.load.workload import build_prompts
 
     prompts = build_prompts(tokenizer, 4, 100, prefix_ratio=0.5, seed=2)
     ids = [tokenizer.encode(p.text, add_special_tokens=False) for p in prompts]
@@ -101,7 +101,7 @@ def test_sigterm_becomes_keyboard_interrupt_so_launched_servers_are_stopped():
 
 FIRST_LOAD_IN_TWO_THREADS = """
 import sys, threading, time
-from workbench.serving import loadgen
+from workbench.serving.load import workload as loadgen
 AUTO = "transformers.models.auto.tokenization_auto"
 began = AUTO in sys.modules
 if sys.argv[2] == "prefetch":  # as a sweep does: the import starts in the background with the server start

@@ -155,7 +155,7 @@ def test_the_prompt_task_builds_what_each_configuration_task_would_build_itself(
     from dataclasses import replace
 
     from workbench.embedded_models.catalog import prepare
-    from workbench.serving.loadgen import load_tokenizer
+    from workbench.serving.load.workload import load_tokenizer
     from workbench.sweep.measure import ConfigMeasurer, point_prompts
     from workbench.sweep.ray_executor import prompt_books
     from workbench.sweep.spec import expand, load_sweep_spec

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.recipes import ServingRecipe
-from workbench.serving.loadgen import Workload, run_load
+from workbench.serving.load.runner import run_load
+from workbench.serving.load.workload import Workload
 
 if TYPE_CHECKING:
     from workbench.serving.server import Server
@@ -64,7 +65,7 @@ def repeat_runs(
         result = run_load(
             server.url, server.model, replace(workload, seed=workload.seed + i), recipe=recipe, progress=False
         )
-        paths.append(result.save(out / f"{label}-{i + 1}.json"))
+        paths.append(result.write(out / f"{label}-{i + 1}.json"))
     return paths
 
 

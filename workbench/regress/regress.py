@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.lock.compare import (
+from workbench.regress.compare import (
     Finding,
     MetricComparison,
     VerdictComparison,
@@ -21,9 +21,9 @@ from workbench.lock.compare import (
     compare_status,
     compare_verdicts,
 )
-from workbench.lock.results import Run
-from workbench.lock.stackdiff import StackChange, diff_fingerprints, kernel_changes
-from workbench.lock.thresholds import Thresholds
+from workbench.regress.results import Run
+from workbench.regress.stackdiff import StackChange, diff_fingerprints, kernel_changes
+from workbench.regress.thresholds import Thresholds
 
 SHOWN_CHANGES = 3  # stack changes written out on a regression line; the full list follows the table
 

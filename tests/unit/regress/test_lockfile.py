@@ -7,11 +7,11 @@ import copy
 import pytest
 import yaml
 
-from tests.unit.lock.conftest import tree_snapshot
+from tests.unit.regress.conftest import tree_snapshot
 from workbench.cli import main
 from workbench.errors import WorkbenchError
-from workbench.lock.lockfile import Package, check_lock, read_lock, write_lock
-from workbench.lock.stackdiff import diff_fingerprints, meaning_of
+from workbench.regress.lockfile import Package, check_lock, read_lock, write_lock
+from workbench.regress.stackdiff import diff_fingerprints, meaning_of
 from workbench.stack.provenance import stack
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from workbench.lock.compare import Finding, MetricComparison, VerdictComparison
-from workbench.lock.regress import RegressReport, SeriesReport
+from workbench.regress.compare import Finding, MetricComparison, VerdictComparison
+from workbench.regress.regress import RegressReport, SeriesReport
 
 
 def _pct(value: float) -> str:

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from workbench.lock.lockfile import check_lock, read_lock, write_lock
-from workbench.lock.measure import measure_repeats
-from workbench.lock.regress import RegressReport, regress
-from workbench.lock.results import Run, read_all
-from workbench.lock.store import Baseline, list_baselines, load_baseline, save_baseline
-from workbench.lock.tables import runs_frame
-from workbench.lock.thresholds import load_thresholds
 from workbench.recipes import load_serving_recipe
-from workbench.serving.loadgen import Workload
+from workbench.regress.lockfile import check_lock, read_lock, write_lock
+from workbench.regress.measure import measure_repeats
+from workbench.regress.regress import RegressReport, regress
+from workbench.regress.results import Run, read_all
+from workbench.regress.store import Baseline, list_baselines, load_baseline, save_baseline
+from workbench.regress.tables import runs_frame
+from workbench.regress.thresholds import load_thresholds
+from workbench.serving.load.workload import Workload
 from workbench.settings import run_dir
 
 NOTEBOOK_RUNS = "version-lock"

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from workbench.serving.loadgen import LoadResult, RequestRecord, Workload, summarize
+from workbench.serving.load.client import RequestRecord
+from workbench.serving.load.metrics import LoadResult, summarize
+from workbench.serving.load.workload import Workload
 from workbench.stack.provenance import stack
 
 WORKLOAD = Workload(input_len=64, output_len=32, num_prompts=16, concurrency=8)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from workbench.lock.compare import Finding, MetricComparison, judge
-from workbench.lock.thresholds import Better, load_thresholds
+from workbench.regress.compare import Finding, MetricComparison, judge
+from workbench.regress.thresholds import Better, load_thresholds
 
 HIGHER, LOWER = Better.HIGHER, Better.LOWER
 

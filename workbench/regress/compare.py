@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from workbench.errors import WorkbenchError
-from workbench.lock.results import Run
-from workbench.lock.thresholds import Better, Thresholds
+from workbench.regress.results import Run
+from workbench.regress.thresholds import Better, Thresholds
 
 
 class Finding(str, enum.Enum):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.lock.results import Run, read_all, read_results
+from workbench.regress.results import Run, read_all, read_results
 from workbench.results.files import exclusive_lock, remove_tree, staged_directory, write_json
 from workbench.settings import data_dir
 

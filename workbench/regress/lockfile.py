@@ -9,7 +9,7 @@
                              as comments: pip cannot pin them)
 
 `check_lock(lock)` compares this machine with a lock file: every difference of the fingerprint and of
-the package set, each with what it means (`workbench.lock.stackdiff`). Differences that can move a
+the package set, each with what it means (`workbench.regress.stackdiff`). Differences that can move a
 result count (a start-up script or CI fails on them); another hostname or container instance is a note.
 The lock file is YAML read through the one recipe reader, so a hand-edited file fails with the key.
 """
@@ -29,8 +29,8 @@ from packaging.utils import canonicalize_name
 from pydantic import Field, field_validator
 
 from workbench.errors import WorkbenchError
-from workbench.lock.stackdiff import StackChange, diff_fingerprints, flatten, ordered
 from workbench.recipes import Frozen, load_recipe_file
+from workbench.regress.stackdiff import StackChange, diff_fingerprints, flatten, ordered
 from workbench.results.files import write_text
 
 LOCK_KIND = "ascend-workbench-lock"

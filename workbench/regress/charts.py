@@ -10,7 +10,7 @@ def metric_history(runs: pd.DataFrame, metric: str, *, title: str | None = None)
     """One marker per stored run (x: run order by time, y: `metric`), a trace per group (baseline name or
     'current'), each group's median as a dotted line: a drift or a step after an upgrade shows at a glance.
 
-    `runs` is `workbench.lock.tables.runs_frame(...)`.
+    `runs` is `workbench.regress.tables.runs_frame(...)`.
     """
     figure = go.Figure()
     for group, rows in runs.groupby("group", sort=False):

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.unit.lock.conftest import WORKLOAD, fingerprint, tree_snapshot, write_bench
+from tests.unit.regress.conftest import WORKLOAD, fingerprint, tree_snapshot, write_bench
 from workbench.cli import main
 
 
@@ -75,7 +75,7 @@ def test_sweep_points_are_compared_by_params_and_workload(tmp_path, capsys):
             "repeat": repeat,
             "status": "ok",
             "summary": bench["summary"],
-            "fingerprint": bench["meta"],
+            "fingerprint": bench["provenance"],  # a sweep point as written before the key was one
         }
 
     def store(path, rows):

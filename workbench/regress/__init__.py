@@ -1,8 +1,7 @@
 """Version lock and the regression gate (docs/METHOD.md §16): the stack written down, every change re-measured.
 
-- `host`, `hashing`: the parts of the stack fingerprint the pre-flight does not read (OS, kernel,
-  container; model content hashes); `workbench.stack.fingerprint.stack()` assembles the whole fingerprint.
-- `stackdiff`: the difference between two fingerprints, each change with what it means.
+- `stackdiff`: the difference between two stack fingerprints (`workbench.stack.fingerprint`), each change
+  with what it means.
 - `lockfile`: `lock write` / `lock check` (the fingerprint plus pip constraints, compared with a machine).
 - `results`: reads the result files the workbench writes (bench JSON, sweep results.jsonl, compare-ops /
   compare-dumps JSON) into runs grouped by workload.
@@ -10,7 +9,4 @@
 - `thresholds`, `compare`, `regress`, `report`: the noise-aware, metric-by-metric comparison behind
   `regress` and the text it prints.
 - `measure`, `tables`, `charts`, `notebook`: repeated bench runs, tables, figures and notebook 09's calls.
-
-Nothing is imported here, so `workbench.provenance` can use `host` and `hashing` without pulling in
-pandas or the comparison code.
 """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.lock.conftest import fingerprint
+from tests.unit.regress.conftest import fingerprint
 from workbench.cli import main
-from workbench.lock.results import RunKind, read_results
+from workbench.regress.results import RunKind, read_results
 
 
 def test_compare_ops_report_is_stamped_and_regress_reads_it(tmp_path, capsys):

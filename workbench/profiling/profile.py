@@ -1,4 +1,4 @@
-"""One model of a profile, whatever wrote it: where each rank's step time went, and which ops took it.
+"""One record of a profile, whatever wrote it: where each rank's step time went, and which ops took it.
 
 Every reader (torch_npu's ASCEND_PROFILER_OUTPUT, msprof's mindstudio_profiler_output, torch.profiler
 Chrome traces from vLLM on CPU or CUDA) produces a `Profile`:

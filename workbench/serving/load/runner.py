@@ -1,0 +1,235 @@
+"""Streaming load generator: fixed prompt/output lengths, per-request timings, `vllm bench serve` metrics.
+
+docs/METHOD.md §10: measure before tuning — output tokens/s under concurrency, time to first token and
+end-to-end latency, always at fixed, realistic prompt and output lengths. A run sends streamed requests
+(`client`) whose prompts come from a `workload`, in one of two arrival modes:
+
+- fixed concurrency: C requests in flight at all times (`concurrency=C`);
+- open loop: arrivals at `request_rate` per second (`arrivals`); `concurrency` caps in-flight,
+
+and stops after `num_prompts` requests or after `duration_s` seconds of sending; `metrics` defines and
+computes what is reported. This module runs it (`run_load`, `run_load_async`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+import numpy as np
+from tqdm.auto import tqdm
+
+from workbench.errors import WorkbenchError
+from workbench.results.jsonl import JsonlLog
+from workbench.serving.client import model_dir, server_version
+from workbench.serving.load.arrivals import arrival_offsets
+from workbench.serving.load.client import RequestRecord, send_one
+from workbench.serving.load.metrics import LoadResult, summarize
+from workbench.serving.load.workload import Prompt, Workload, build_prompts, load_tokenizer
+from workbench.stack.provenance import provenance
+
+# -- what to send ----------------------------------------------------------------------------------
+
+
+# -- what came back --------------------------------------------------------------------------------
+
+
+# -- streaming one request -------------------------------------------------------------------------
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+class _Run:
+    """One run's mutable bookkeeping: the next prompt, records so far, the progress bar, the sink."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        prompts: list[Prompt],
+        payload_for: Callable[[Prompt], dict],
+        sink: Path | None,
+        progress: bool,
+    ):
+        self.workload = workload
+        self.prompts = prompts
+        self.payload_for = payload_for
+        self.records: list[RequestRecord] = []
+        self.next_index = 0
+        # One request per line, at up to hundreds a second: written without an fsync each (the run's
+        # result file is the durable record; this log shows what was sent while it runs).
+        self.sink = JsonlLog(sink, fsync=False) if sink else None
+        self.bar = tqdm(total=workload.num_prompts, desc=f"load {workload.mode}", unit="req", disable=not progress)
+        self.start_clock()
+
+    def start_clock(self) -> None:
+        """Time zero of the run (send times, the duration limit and throughput all count from here)."""
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + self.workload.duration_s if self.workload.duration_s else math.inf
+
+    def claim(self) -> int | None:
+        """The next request index, or None when the count or the duration is used up."""
+        limit = self.workload.num_prompts
+        if (limit is not None and self.next_index >= limit) or time.perf_counter() >= self.deadline:
+            return None
+        self.next_index += 1
+        return self.next_index - 1
+
+    async def send(self, client: aiohttp.ClientSession, url: str, index: int) -> None:
+        prompt = self.prompts[index % len(self.prompts)]
+        record = await send_one(client, url, self.payload_for(prompt), index, prompt, self.t0)
+        self.records.append(record)
+        if self.sink:
+            self.sink.append(asdict(record))
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+async def _closed_loop(run: _Run, client: aiohttp.ClientSession, url: str) -> None:
+    async def worker() -> None:
+        while (index := run.claim()) is not None:
+            await run.send(client, url, index)
+
+    await asyncio.gather(*(worker() for _ in range(run.workload.concurrency or 1)))
+
+
+async def _open_loop(run: _Run, client: aiohttp.ClientSession, url: str) -> None:
+    w = run.workload
+    rng = np.random.default_rng(w.seed)
+    planned = w.num_prompts or max(1, math.ceil(w.duration_s * w.request_rate * 2) + 16)
+    offsets = arrival_offsets(planned, w.request_rate, w.burstiness, rng)
+    limit = asyncio.Semaphore(w.concurrency) if w.concurrency else None
+
+    async def limited(index: int) -> None:
+        if limit is None:
+            return await run.send(client, url, index)
+        async with limit:
+            await run.send(client, url, index)
+
+    tasks = []
+    for offset in offsets:
+        delay = run.t0 + float(offset) - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        index = run.claim()
+        if index is None:
+            break
+        tasks.append(asyncio.create_task(limited(index)))
+    await asyncio.gather(*tasks)
+
+
+async def run_load_async(
+    url: str,
+    model: str,
+    prompts: list[Prompt],
+    workload: Workload,
+    *,
+    stamp: dict[str, Any] | None = None,
+    records_path: Path | None = None,
+    progress: bool = True,
+) -> LoadResult:
+    """Run `workload` against the server at `url` (prompts from `build_prompts`)."""
+    endpoint = f"{url.rstrip('/')}/v1/completions"
+
+    def payload_for(prompt: Prompt) -> dict:
+        return {
+            "model": model,
+            "prompt": prompt.text,
+            "max_tokens": workload.output_len,
+            "ignore_eos": True,
+            "temperature": workload.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
+    in_flight = workload.concurrency or 0  # 0 = no connection limit (open loop without a cap)
+    connector = aiohttp.TCPConnector(limit=in_flight, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=workload.request_timeout_s, sock_connect=30.0)
+    run = _Run(workload, prompts, payload_for, records_path, progress)
+    try:
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+            run.start_clock()  # after the session exists: setting it up is not part of the run
+            if math.isinf(workload.request_rate):
+                await _closed_loop(run, client, endpoint)
+            else:
+                await _open_loop(run, client, endpoint)
+            duration = time.perf_counter() - run.t0
+    finally:
+        run.close()
+    records = tuple(sorted(run.records, key=lambda r: r.index))
+    return LoadResult(workload, records, summarize(list(records), duration, workload.slo), dict(stamp or {}))
+
+
+T = TypeVar("T")
+
+
+def _run_in_new_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop when it is installed (vLLM's server installs it): less event-loop CPU per streamed
+    chunk (about 10% of the client's total here), which matters when client and server share cores."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, also from inside Jupyter (whose loop is already running): then in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_in_new_loop(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = _run_in_new_loop(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="workbench-loadgen")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def run_load(
+    url: str,
+    model: str,
+    workload: Workload,
+    *,
+    tokenizer_dir: str | Path | None = None,
+    recipe: Any = None,
+    records_path: Path | None = None,
+    progress: bool = True,
+) -> LoadResult:
+    """Build exact-length prompts with the model's tokenizer and run `workload` against `url`.
+
+    The tokenizer comes from `tokenizer_dir`, else from the server's own model directory when it is
+    local. Records are appended to `records_path` (JSON lines) as they complete.
+    """
+    served_dir = model_dir(url, model)  # None when the server's model is not on this machine
+    directory = tokenizer_dir or served_dir
+    if directory is None:
+        raise WorkbenchError(
+            f"{url} serves {model!r} from a path this machine cannot read; pass tokenizer_dir / --tokenizer"
+        )
+    tokenizer = load_tokenizer(directory)
+    pool = workload.num_prompts or 256  # duration runs cycle through a pool
+    prompts = build_prompts(tokenizer, pool, workload.input_len, prefix_ratio=workload.prefix_ratio, seed=workload.seed)
+    stamp = provenance(recipe=recipe, url=url, model=model, server_version=server_version(url), model_dir=served_dir)
+    return run_coroutine(
+        run_load_async(url, model, prompts, workload, stamp=stamp, records_path=records_path, progress=progress)
+    )
