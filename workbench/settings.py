@@ -83,8 +83,10 @@ def notebooks_dir() -> Path:
 
 
 def recipes_dir() -> Path:
+    """What to run: serving recipes, sweep specs, feature plans, op suites, version matrices."""
     return REPO_ROOT / "recipes"
 
 
 def policy_dir() -> Path:
+    """How results are judged and explained: thresholds, the CUDA mapping, the error-code knowledge base."""
     return REPO_ROOT / "policy"

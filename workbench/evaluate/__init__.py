@@ -7,7 +7,7 @@
 - `execution`: pass@1, each program in a fresh, limited, sandboxed interpreter.
 - `runner`: all of it against one server, written as it goes (`evaluate`), resumable.
 - `report`: one run's summary, a test run against a reference run with verdicts (`compare_runs`),
-  thresholds from `recipes/evaluate/thresholds.yaml`; `charts`: the comparison as a figure.
+  thresholds from `policy/evaluate/thresholds.yaml`; `charts`: the comparison as a figure.
 
     from workbench.serving.server import connect
     from workbench.evaluate import evaluate, compare_runs

@@ -12,7 +12,7 @@ A comparison pairs problems by id and uses only what both sides measured on the 
 - greedy agreement (`greedy.py`): mean common-prefix fraction, token-weighted, exact-match rate;
 - pass@1 on each side over the problems both executed, and the drop in percentage points.
 
-Each metric is judged against `recipes/evaluate/thresholds.yaml` (pass / warn / fail), a data set takes
+Each metric is judged against `policy/evaluate/thresholds.yaml` (pass / warn / fail), a data set takes
 its worst verdict, and when code's NLL rises clearly more than prose's, the report says so in a sentence
 (docs/METHOD.md §13: chat models usually lose little to W8A8, code and maths can lose much more).
 """

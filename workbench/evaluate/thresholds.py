@@ -1,4 +1,4 @@
-"""The accuracy thresholds of `evaluate --reference`: a recipe kind (`recipes/evaluate/*.yaml`).
+"""The accuracy thresholds of `evaluate --reference`: policy data (`policy/evaluate/*.yaml`), read through the one recipe reader.
 
 How much worse a configuration (W8A8, a new stack) may be than its reference on each kind of data set
 before the verdict says "warning" or "error" (the workbench's one verdict scale,
@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from workbench.accuracy.metrics import Verdict
 from workbench.evaluate.datasets import DatasetKind
 from workbench.recipes import Frozen, load_recipe_file, resolve_recipe_path
-from workbench.settings import recipes_dir
+from workbench.settings import policy_dir
 
 DEFAULT_THRESHOLDS = "thresholds"
 
@@ -88,10 +88,10 @@ def judge_minimum(value: float | None, band: Band) -> Verdict | None:
 
 
 def thresholds_dir() -> Path:
-    return recipes_dir() / "evaluate"
+    return policy_dir() / "evaluate"
 
 
 def load_thresholds(name_or_path: str | Path | None = None) -> EvaluateThresholds:
-    """The shipped `recipes/evaluate/thresholds.yaml`, another shipped name, or a file of your own."""
+    """The shipped `policy/evaluate/thresholds.yaml`, another shipped name, or a file of your own."""
     path = resolve_recipe_path(thresholds_dir(), name_or_path or DEFAULT_THRESHOLDS, "evaluate thresholds file")
     return load_recipe_file(EvaluateThresholds, path, what="evaluate thresholds file", required="kinds")

@@ -15,7 +15,7 @@ Dynamo traces, and graph captures ("Capturing CUDA graphs" on CUDA, ACL graph ca
 Lines logged while a measured load ran are compilations the load itself triggered.
 
 The conclusion is a rule over the measured ratios (thresholds: `graph_mode_gain` in
-recipes/profiling/thresholds.yaml): compiled/eager >= 1 + gain pays; < 1 loses; in between is noise.
+policy/profiling/thresholds.yaml): compiled/eager >= 1 + gain pays; < 1 loses; in between is noise.
 """
 
 from __future__ import annotations

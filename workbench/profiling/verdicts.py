@@ -13,7 +13,7 @@ Communication(Not Overlapped) and Free, (max - min) over ranks divided by the me
 ratio over RATIO_THRESHOLD = 0.05 flags that dimension. Here each rank's values are per-step means, so
 ranks that profiled a different number of steps still compare.
 
-The thresholds are data: `recipes/profiling/thresholds.yaml`, read through the one recipe reader.
+The thresholds are data: `policy/profiling/thresholds.yaml`, read through the one recipe reader.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from pydantic import Field
 
 from workbench.profiling.profile import Profile
 from workbench.recipes import Frozen, load_recipe_file
-from workbench.settings import recipes_dir
+from workbench.settings import policy_dir
 
 COMPUTE_PHASES = ("gpu_model_runner: forward",)  # the scope holding the model's compute: never "the host phase"
 
 
 class Thresholds(Frozen):
-    """recipes/profiling/thresholds.yaml (see its comments)."""
+    """policy/profiling/thresholds.yaml (see its comments)."""
 
     name: str
     description: str = ""
@@ -50,7 +50,7 @@ class Thresholds(Frozen):
 
 
 def thresholds_path() -> Path:
-    return recipes_dir() / "profiling" / "thresholds.yaml"
+    return policy_dir() / "profiling" / "thresholds.yaml"
 
 
 def load_thresholds(path: Path | str | None = None) -> Thresholds:

@@ -11,7 +11,7 @@ The noise rule, for one metric of one series (B = the baseline's repeats, C = th
     otherwise                                              -> within noise
 
 so a change counts only when it is beyond the threshold (default 5%, per metric in
-`recipes/regress/thresholds.yaml`) and larger than how much the same configuration moves from run to
+`policy/regress/thresholds.yaml`) and larger than how much the same configuration moves from run to
 run on both sides. `margin` = |change| / the larger spread says how clearly it stands out (the
 confidence column: 1 is the edge of the noise, 5 is far outside it).
 

@@ -1,4 +1,4 @@
-"""The regression thresholds: a recipe kind (`recipes/regress/*.yaml`) read through the one recipe reader.
+"""The regression thresholds: policy data (`policy/regress/*.yaml`) read through the one recipe reader.
 
 Which metrics `regress` compares, which direction is better for each, and the relative change that
 counts (default 5%). The noise rule that uses them is in `workbench.regress.compare`.
@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from workbench.recipes import Frozen, load_recipe_file, resolve_recipe_path
-from workbench.settings import recipes_dir
+from workbench.settings import policy_dir
 
 DEFAULT_THRESHOLDS = "thresholds"
 
@@ -73,10 +73,10 @@ class Thresholds(Frozen):
 
 
 def thresholds_dir() -> Path:
-    return recipes_dir() / "regress"
+    return policy_dir() / "regress"
 
 
 def load_thresholds(name_or_path: str | Path | None = None) -> Thresholds:
-    """The shipped `recipes/regress/thresholds.yaml`, another shipped name, or a file of your own."""
+    """The shipped `policy/regress/thresholds.yaml`, another shipped name, or a file of your own."""
     path = resolve_recipe_path(thresholds_dir(), name_or_path or DEFAULT_THRESHOLDS, "thresholds file")
     return load_recipe_file(Thresholds, path, what="thresholds file", required="'metrics'", name_from_file=True)

@@ -13,7 +13,7 @@ that never imports or runs the scanned code.
     catalog       the names, packages, env vars and values the rules recognise
     file_scan     one file -> hits and problems (syntax errors, binary, undecodable, unreadable, too large)
     runner        the scan, parallel over files -> ScanReport
-    mapping       rule -> counterpart, severity, verify step, citations (recipes/scan/cuda-mapping.yaml)
+    mapping       rule -> counterpart, severity, verify step, citations (policy/scan/cuda-mapping.yaml)
     report        counts by category, severity, file and rule; pandas tables
     outputs       JSON and CSV, atomic, with provenance;  summary_text: the terminal summary
     charts        plotly figures;  notebook: what notebook 00 calls

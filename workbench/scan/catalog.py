@@ -2,7 +2,7 @@
 for, in one place so the Python rules and the text rules agree.
 
 This module only *recognises* things (name -> rule id). What a rule means on Ascend is in the mapping
-table, recipes/scan/cuda-mapping.yaml. Lists of vLLM names were read from vLLM 0.32.0
+table, policy/scan/cuda-mapping.yaml. Lists of vLLM names were read from vLLM 0.32.0
 (`vllm/v1/attention/backends/registry.py`, `vllm/model_executor/layers/quantization/__init__.py`,
 `vllm/envs.py`); the quantization methods vllm-ascend accepts come from `NPUPlatform.supported_quantization`
 in vllm-ascend v0.23.0 `vllm_ascend/platform.py`.

@@ -3,7 +3,7 @@ could not be scanned (`ScanProblem`).
 
 A rule only says *where* something CUDA-bound is and *which* rule saw it; what that means on Ascend (the
 counterpart, the severity, the workbench step that verifies the change) is data in
-`recipes/scan/cuda-mapping.yaml`, joined in by `workbench.scan.mapping`. So rules stay small and the
+`policy/scan/cuda-mapping.yaml`, joined in by `workbench.scan.mapping`. So rules stay small and the
 porting knowledge stays reviewable, cited and in one table.
 """
 

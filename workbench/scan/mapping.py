@@ -1,6 +1,6 @@
 """The mapping table: every scanner rule -> its Ascend counterpart, severity, verify step and citations.
 
-The table is data (`recipes/scan/cuda-mapping.yaml`), read through the project's one recipe reader
+The table is data (`policy/scan/cuda-mapping.yaml`), read through the project's one recipe reader
 (`workbench.recipes.load_recipe_file`), so a typo in it fails with the file, the key and the closest
 valid key. Loading also checks that the table and the scanner agree: a rule the scanner can report
 without a row, or a row for a rule that does not exist, is an error — a finding must never lose its
@@ -139,7 +139,7 @@ class ScanMapping(Frozen):
 
 
 def default_mapping_path() -> Path:
-    return settings.recipes_dir() / "scan" / "cuda-mapping.yaml"
+    return settings.policy_dir() / "scan" / "cuda-mapping.yaml"
 
 
 @functools.lru_cache(maxsize=4)
@@ -150,7 +150,7 @@ def _load(path: Path, mtime_ns: int, size: int) -> ScanMapping:
 
 
 def load_mapping(path: str | Path | None = None) -> ScanMapping:
-    """The mapping table (default recipes/scan/cuda-mapping.yaml); one WorkbenchError for any problem."""
+    """The mapping table (default policy/scan/cuda-mapping.yaml); one WorkbenchError for any problem."""
     path = Path(path) if path is not None else default_mapping_path()
     if not path.is_file():
         raise WorkbenchError(f"scan mapping {path} not found; the shipped one is {default_mapping_path()}")

@@ -1,4 +1,4 @@
-"""Every rule the scanner can report, by id. The mapping table (recipes/scan/cuda-mapping.yaml) has one
+"""Every rule the scanner can report, by id. The mapping table (policy/scan/cuda-mapping.yaml) has one
 row per member, and a test keeps the two in step: a rule without a row, or a row without a rule, fails.
 
 Ids are `family.name`; the family is only for reading, the category comes from the mapping row.

@@ -33,7 +33,7 @@ class ScanOptions:
     jobs: int = 0  # worker processes; 0: one per CPU this process may use
     walk: WalkOptions = field(default_factory=WalkOptions)
     max_file_mib: float = 5.0  # text files above this are reported as too large, not read
-    mapping: str | Path | None = None  # None: recipes/scan/cuda-mapping.yaml
+    mapping: str | Path | None = None  # None: policy/scan/cuda-mapping.yaml
     progress: bool = False
 
 

@@ -16,7 +16,7 @@ even when its EngineCore child died from a signal; the child's status is recover
 "Failed core proc(s): {'EngineCore_DP0': -7}" line.
 
 Ascend's own errors go through the triage engine (`workbench.triage`, knowledge in
-`policy/error_codes.yaml`) first: it reads the CANN / AscendCL / aclnn / torch_npu / HCCL codes of the
+`policy/triage/error_codes.yaml`) first: it reads the CANN / AscendCL / aclnn / torch_npu / HCCL codes of the
 log into error blocks, names the first error across the processes that wrote the log, and gives its
 kind, meaning, fix and verify step. The signatures below are for what carries no Ascend code (a block
 size, a model path, a port, /dev/shm) and stay the fallback when the knowledge base cannot be read. A

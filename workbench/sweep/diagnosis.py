@@ -13,7 +13,7 @@ about the same workload:
     server did not start / requests failed     -> START_FAILURE / LOAD_FAILURE (the crash class's fix)
 
 With a profile per point (a spec's `profile: true`), its verdicts (thresholds from
-recipes/profiling/thresholds.yaml, docs/METHOD.md §12) join the rules:
+policy/profiling/thresholds.yaml, docs/METHOD.md §12) join the rules:
 
     profile says host-bound (device busy < 50%)  -> HOST_BOUND: a host loop, not the batch, limits
                                                     throughput; a low-throughput point with a full

@@ -1,7 +1,7 @@
 """What kind of failure a log shows: one enum for the crash classifier and the error-code knowledge base.
 
 `workbench.serving.crash.CrashKind` is this enum under its historical name, so a kind the knowledge base
-(`policy/error_codes.yaml`) names is a kind the classifier can report, and the other way round, with no
+(`policy/triage/error_codes.yaml`) names is a kind the classifier can report, and the other way round, with no
 second list to keep in step. The first block is what the classifier knew before error codes; the second
 block is what the codes of CANN, torch_npu and HCCL add (docs/METHOD.md §6 lists the order the method
 checks them in: cards and driver, CANN's own errors, then /dev/shm and permissions).
@@ -31,7 +31,7 @@ class FailureKind(str, enum.Enum):
     START_TIMEOUT = "start_timeout"
     FALSE_READY = "false_ready"
     UNKNOWN = "unknown"
-    # -- families of CANN / torch_npu / HCCL error codes (policy/error_codes.yaml) ----------------------
+    # -- families of CANN / torch_npu / HCCL error codes (policy/triage/error_codes.yaml) ----------------------
     DEVICE_INIT = "device_init"  # the card could not be opened or set (rtSetDevice, 107001, 507033)
     DEVICE_FAULT = "device_fault"  # the card or its driver failed underneath (heartbeat, ECC, link, DMA)
     CANN_INIT = "cann_init"  # ACL/GE could not initialise for this chip (500001, 500002, SoC version)

@@ -1,9 +1,9 @@
-"""The error-code knowledge base (`policy/error_codes.yaml`), validated into frozen objects.
+"""The error-code knowledge base (`policy/triage/error_codes.yaml`), validated into frozen objects.
 
 The file is data: what each CANN / AscendCL / aclnn / torch_npu / HCCL code means, the likely causes
 ranked, the fix and the workbench step that verifies it, each cited. It is read through the project's one
 recipe reader (`workbench.recipes.load_recipe_file`), so a malformed file is one `WorkbenchError` naming
-the file and the entry (`policy/error_codes.yaml: codes.507015.family: ...`).
+the file and the entry (`policy/triage/error_codes.yaml: codes.507015.family: ...`).
 
 Loading checks what a reader would otherwise trip over later: every code is written the way logs print
 it, every family a code or signature names has its own advice, every citation is a reference key or an
@@ -233,7 +233,7 @@ def _check_url(url: str, what: str) -> None:
 
 
 def default_path() -> Path:
-    return settings.policy_dir() / "error_codes.yaml"
+    return settings.policy_dir() / "triage" / "error_codes.yaml"
 
 
 @functools.lru_cache(maxsize=4)
@@ -245,7 +245,7 @@ def _load(path: Path, mtime_ns: int, size: int) -> KnowledgeBase:
 
 
 def load_knowledge_base(path: str | Path | None = None) -> KnowledgeBase:
-    """The knowledge base (default policy/error_codes.yaml); one WorkbenchError for any problem."""
+    """The knowledge base (default policy/triage/error_codes.yaml); one WorkbenchError for any problem."""
     path = Path(path) if path is not None else default_path()
     if not path.is_file():
         raise WorkbenchError(f"error-code knowledge base {path} not found; the shipped one is {default_path()}")

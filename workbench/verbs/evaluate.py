@@ -8,7 +8,7 @@ Per problem: NLL of the reference continuation (prompt logprobs), a greedy compl
 pass@1 in a sandboxed process (`workbench.evaluate`). Results are appended to OUT/<data set>.jsonl as
 they come (rerun the same command to resume); OUT/summary.json holds the summary. With --reference, the
 run is compared with an earlier one (float vs W8A8): NLL delta, greedy agreement, pass@1 both sides,
-a verdict per data set against recipes/evaluate/thresholds.yaml. Exit 1 when the comparison fails or a
+a verdict per data set against policy/evaluate/thresholds.yaml. Exit 1 when the comparison fails or a
 request failed, 2 for a user error (server down, malformed data set).
 """
 
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, help="result directory (default runs/evaluate/<recipe or model>)")
     parser.add_argument("--reference", type=Path, metavar="DIR", help="an earlier evaluate --out to compare with")
     parser.add_argument(
-        "--thresholds", help="thresholds file or shipped name (default: recipes/evaluate/thresholds.yaml)"
+        "--thresholds", help="thresholds file or shipped name (default: policy/evaluate/thresholds.yaml)"
     )
     parser.add_argument("--measures", default="nll,greedy,pass1", help="comma-separated subset of nll,greedy,pass1")
     parser.add_argument("--max-tokens", type=int, help="greedy completion cap (default 384 for code, 128 for text)")

@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--repeats", type=int, default=3, help="--graph-mode: measured runs per mode and workload")
     parser.add_argument(
-        "--thresholds", type=Path, help="verdict thresholds (default recipes/profiling/thresholds.yaml)"
+        "--thresholds", type=Path, help="verdict thresholds (default policy/profiling/thresholds.yaml)"
     )
     parser.add_argument("--top", type=int, default=10, help="how many ops to list")
     parser.add_argument("--env", action="append", metavar="KEY=VALUE", help="extra environment for the server")

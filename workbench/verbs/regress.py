@@ -21,12 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="compare results with a stored baseline; exit 1 on a regression",
         description="Compare RESULT files (bench --json, sweep results.jsonl, compare-ops/compare-dumps --json) "
         "with the baseline NAME metric by metric. A change counts when it is beyond its threshold "
-        "(recipes/regress/thresholds.yaml) and, with repeats on both sides, larger than the run-to-run spread of both.",
+        "(policy/regress/thresholds.yaml) and, with repeats on both sides, larger than the run-to-run spread of both.",
     )
     parser.add_argument("--baseline", required=True, metavar="NAME", help="a baseline stored with `baseline save`")
     parser.add_argument("results", nargs="+", type=Path, metavar="RESULT", help="result files of the runs to judge")
     parser.add_argument(
-        "--thresholds", metavar="FILE", help="thresholds file (default: recipes/regress/thresholds.yaml)"
+        "--thresholds", metavar="FILE", help="thresholds file (default: policy/regress/thresholds.yaml)"
     )
     parser.add_argument(
         "--fail-on-thin",

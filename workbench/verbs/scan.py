@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Scan directories or files (Python by AST; shell, YAML/JSON/TOML, requirements and lock "
         "files, Dockerfiles, CMake, C/C++ and .cu sources by line rules) for what ties them to CUDA. Each "
         "finding carries its Ascend counterpart, a severity (works under transfer_to_npu / needs a change / "
-        "blocks / unknown) and the workbench step that verifies it, from recipes/scan/cuda-mapping.yaml. "
+        "blocks / unknown) and the workbench step that verifies it, from policy/scan/cuda-mapping.yaml. "
         "Nothing scanned is imported or executed (docs/METHOD.md §1).",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="directories or files to scan")
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="text files larger than this are reported as too large, not read (default 5)",
     )
     parser.add_argument(
-        "--mapping", type=Path, metavar="FILE", help="mapping table (default recipes/scan/cuda-mapping.yaml)"
+        "--mapping", type=Path, metavar="FILE", help="mapping table (default policy/scan/cuda-mapping.yaml)"
     )
     parser.add_argument(
         "--files", type=int, default=20, metavar="N", help="files listed in the by-file summary (default 20; 0: all)"

@@ -20,13 +20,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="name the first failing rank, operator and error code in Ascend logs, with cause, fix and verify step",
         description="Triage vLLM server logs, worker/rank logs, CANN plog directories and collect_env output "
         "together: every CANN / AscendCL / aclnn / torch_npu / HCCL error code is looked up in "
-        "policy/error_codes.yaml; events of all files are ordered in time and the first error is explained "
+        "policy/triage/error_codes.yaml; events of all files are ordered in time and the first error is explained "
         "(docs/METHOD.md §6, §9).",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="LOG_OR_DIR", help="log files or directories (walked)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the whole report (every event) as JSON")
     parser.add_argument(
-        "--codes", type=Path, metavar="FILE", help="error-code knowledge base (default policy/error_codes.yaml)"
+        "--codes", type=Path, metavar="FILE", help="error-code knowledge base (default policy/triage/error_codes.yaml)"
     )
     parser.set_defaults(handler=handle)
 

@@ -1,4 +1,4 @@
-"""The mapping table (recipes/scan/cuda-mapping.yaml) against the scanner and the rest of the workbench:
+"""The mapping table (policy/scan/cuda-mapping.yaml) against the scanner and the rest of the workbench:
 every rule has a row and every row a rule, every row cites a pinned source, every verify step names an
 op, feature or check group that exists, every method section exists in docs/METHOD.md."""
 

@@ -26,7 +26,7 @@ def kb():
 
 
 def test_the_shipped_file_loads_and_lives_under_policy(kb):
-    assert default_path() == REPO_ROOT / "policy" / "error_codes.yaml"
+    assert default_path() == REPO_ROOT / "policy" / "triage" / "error_codes.yaml"
     assert kb.source == default_path()
     assert set(ISSUE_CODES) <= set(kb.codes)
 
