@@ -19,7 +19,11 @@ from workbench.errors import WorkbenchError
 
 def _verb_modules() -> dict[str, str]:
     """CLI verb -> module name ('compare-ops' -> 'compare_ops'), from the files in workbench/verbs."""
-    return {info.name.replace("_", "-"): info.name for info in pkgutil.iter_modules(verbs.__path__)}
+    return {
+        info.name.replace("_", "-"): info.name
+        for info in pkgutil.iter_modules(verbs.__path__)
+        if not info.name.startswith("_")  # shared option helpers, not verbs
+    }
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -1,16 +1,19 @@
 """The layers of `workbench/` (docs/ARCHITECTURE.md), enforced from the code's own imports.
 
 Every import counts — at module level, inside a function (a lazy import is still a dependency) and under
-TYPE_CHECKING — so a cycle cannot hide behind a deferred import. Three rules:
+TYPE_CHECKING — so a cycle cannot hide behind a deferred import. Four rules:
 
 1. every package and root module of `workbench/` has a layer in LAYERS (a new one must be placed);
 2. nothing imports a higher layer;
-3. no cycle, between modules or between packages (the domains form a DAG among themselves).
+3. no cycle, between modules or between packages (the domains form a DAG among themselves);
+4. the CLI verbs and the notebooks reach a domain only through its one API module (`<domain>.api`), its
+   pure figures (`charts`) and its notebook panels (`widgets`): there is no second facade.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -165,3 +168,35 @@ def test_the_checker_sees_a_cycle_and_an_upward_import():
     assert cycles(graph) == [["workbench.stack.a", "workbench.sweep.b"]]
     assert cycles(package_graph(graph)) == [["stack", "sweep"]]
     assert LAYER_OF["sweep"] > LAYER_OF["stack"]
+
+
+DOMAIN_FACES = frozenset({"api", "charts", "widgets"})
+
+
+def _domain_reach(source: str, where: str) -> list[str]:
+    """`where: module` for every import of a domain module that is not one of its faces."""
+    domains = dict(LAYERS)["domains"]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        for name in _imported(node, "", False):
+            parts = name.split(".")
+            if parts[0] == "workbench" and len(parts) >= 3 and parts[1] in domains and parts[2] not in DOMAIN_FACES:
+                if name in modules():  # `from workbench.x.api import name` also yields `...api.name`
+                    found.append(f"{where}: {name}")
+    return found
+
+
+def test_verbs_and_notebooks_reach_domains_through_their_api():
+    found = []
+    for path in sorted((PACKAGE / "verbs").glob("*.py")):
+        found += _domain_reach(path.read_text(encoding="utf-8"), path.name)
+    for path in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        found += _domain_reach(code, path.name)
+    assert found == [], "add what they need to the domain's api.py"
+
+
+def test_the_api_rule_sees_a_facade_bypassed():
+    code = "from workbench.sweep.spec import load_sweep_spec\nfrom workbench.sweep import api, charts"
+    assert _domain_reach(code, "nb") == ["nb: workbench.sweep.spec"]

@@ -1,9 +1,23 @@
-"""The bisect API: what the `ascend-workbench` verb and the notebook call (see the package docstring)."""
+"""The bisect API: what `ascend-workbench bisect` and notebook 06 call.
+
+plan = load_plan(default_plan_for(recipe))         # recipes/features/<target>.yaml
+verdict = Bisect(recipe, plan, out).run()          # baseline, alone, cumulative, pairs; resumable
+verdict_table(verdict); steps_table(verdict.records); timeline(verdict.records)
+"""
 
 from __future__ import annotations
 
 from workbench.bisect.plan import FeaturePlan, FeatureSpec, compose, default_plan_for, load_plan
-from workbench.bisect.runner import Bisect, StepRecord, Verdict, check_resumable, default_out_dir, recipe_fingerprint
+from workbench.bisect.report import steps_table, timeline, verdict_table
+from workbench.bisect.runner import (
+    Bisect,
+    StepRecord,
+    Verdict,
+    check_resumable,
+    default_out_dir,
+    probe_with_server,
+    recipe_fingerprint,
+)
 
 __all__ = [
     "Bisect",
@@ -16,5 +30,9 @@ __all__ = [
     "default_out_dir",
     "default_plan_for",
     "load_plan",
+    "probe_with_server",
     "recipe_fingerprint",
+    "steps_table",
+    "timeline",
+    "verdict_table",
 ]

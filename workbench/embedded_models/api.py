@@ -1,4 +1,9 @@
-"""The embedded_models API: what the `ascend-workbench` verb and the notebook call (see the package docstring)."""
+"""The embedded-models API: what `models`, `generate` and the notebooks call.
+
+prepare("tiny")              # -> Path to a Qwen2 HF directory (random weights, seconds)
+resolve_model("/my/ckpt")    # an embedded name is prepared, any HF directory works the same way
+generate(GenerationRequest(model="tiny", prompt="Hello"))
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from workbench.embedded_models.catalog import (
     status,
 )
 from workbench.embedded_models.generation import (
+    DTYPES,
     Engine,
     FinishReason,
     GenerationRequest,
@@ -21,6 +27,7 @@ from workbench.embedded_models.generation import (
 )
 
 __all__ = [
+    "DTYPES",
     "EmbeddedModel",
     "Engine",
     "FinishReason",

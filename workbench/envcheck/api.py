@@ -1,4 +1,8 @@
-"""The envcheck API: what the `ascend-workbench` verb and the notebook call (see the package docstring)."""
+"""The pre-flight API: what `ascend-workbench check` and notebook 02 call.
+
+report = run_checks(CheckContext.from_environment())
+styled_table(report); fixes_table(report); styled_checklist(report); focused_logging("HCCL")
+"""
 
 from __future__ import annotations
 

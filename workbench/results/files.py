@@ -51,9 +51,21 @@ def write_text(path: Path, text: str, *, newline: str | None = None) -> Path:
 
 
 def write_json(path: Path, data: Any, *, indent: int | None = 1, sort_keys: bool = False) -> Path:
-    """Write `data` as JSON atomically, with a trailing newline; values JSON cannot hold go through str()."""
-    text = json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=False, default=str)
+    """Write `data` as JSON atomically, with a trailing newline (see `json_value` for other types)."""
+    text = json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=False, default=json_value)
     return write_text(path, text + "\n")
+
+
+def json_value(value: Any) -> Any:
+    """What JSON cannot hold as is: a NumPy or torch scalar becomes its number, anything else its text
+    (a Path, an enum member that is not a str, a timestamp)."""
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except (TypeError, ValueError):  # an array of several values has no single item
+            pass
+    return str(value)
 
 
 @contextlib.contextmanager

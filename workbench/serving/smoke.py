@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pandas as pd
@@ -81,6 +82,16 @@ class SmokeReport:
                 for c in self.checks
             ]
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `smoke --json` writes (inside the result envelope)."""
+        return {
+            "url": self.url,
+            "model": self.model,
+            "passed": self.passed,
+            "checks": self.to_frame().to_dict(orient="records"),
+            "diagnosis": self.diagnosis.as_row() if self.diagnosis else None,
+        }
 
     def summary(self) -> str:
         status = "PASS" if self.passed else "FAIL"

@@ -1,4 +1,9 @@
-"""The triage API: what the `ascend-workbench` verb and the notebook call (see the package docstring)."""
+"""The triage API: what `ascend-workbench triage` calls (and, through `workbench.serving.crash`, every verb
+that starts a server).
+
+    report = triage_paths(["server.log", "~/ascend/log/debug"], load_knowledge_base())
+    print(render_text(report))
+"""
 
 from __future__ import annotations
 

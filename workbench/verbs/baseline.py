@@ -16,6 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
+from workbench.verbs._common import add_json_print
+
 RESULT_HELP = "bench --json files, sweep results.jsonl, compare-ops/compare-dumps --json reports"
 
 
@@ -37,13 +39,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     save.set_defaults(handler=run_save)
 
     listing = actions.add_parser("list", help="every stored baseline: runs, workloads, stack")
-    listing.add_argument("--json", action="store_true", help="one JSON object per baseline")
+    add_json_print(listing, "one object per baseline")
     listing.set_defaults(handler=run_list)
 
     show = actions.add_parser("show", help="one baseline: files, per-series medians and spreads, fingerprint")
     show.add_argument("name")
     show.add_argument("--thresholds", help="thresholds file whose metrics are shown (default: the shipped one)")
-    show.add_argument("--json", action="store_true", help="print the manifest and fingerprint as JSON")
+    add_json_print(show, "the manifest and the latest stack fingerprint")
     show.set_defaults(handler=run_show)
 
     delete = actions.add_parser("delete", help="remove a stored baseline")
@@ -52,8 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_save(args: argparse.Namespace) -> int:
-    from workbench.regress.store import save_baseline
-    from workbench.regress.tables import stack_summary
+    from workbench.regress.api import save_baseline, stack_summary
 
     outcome = save_baseline(args.name, args.results, replace=args.replace, append=args.append)
     baseline = outcome.baseline
@@ -69,8 +70,7 @@ def run_save(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from workbench.regress.store import baselines_root, list_baselines
-    from workbench.regress.tables import stack_summary
+    from workbench.regress.api import baselines_root, list_baselines, stack_summary
 
     listed = list_baselines()
     if not listed and not args.json:
@@ -103,9 +103,7 @@ def run_list(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench.regress.store import load_baseline
-    from workbench.regress.tables import series_summary, stack_summary, verdict_summary
-    from workbench.regress.thresholds import load_thresholds
+    from workbench.regress.api import load_baseline, load_thresholds, series_summary, stack_summary, verdict_summary
 
     baseline = load_baseline(args.name)
     latest = max(baseline.runs, key=lambda r: r.created_at).provenance
@@ -135,7 +133,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
-    from workbench.regress.store import delete_baseline
+    from workbench.regress.api import delete_baseline
 
     print(f"deleted baseline {args.name!r} ({delete_baseline(args.name)})")
     return 0

@@ -14,14 +14,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
-from workbench.serving.load.metrics import LoadResult
-from workbench.serving.load.runner import run_load
-from workbench.serving.load.workload import SLO, Workload
-from workbench.verbs.serve import add_server_arguments, server_from_args
+from workbench.serving.api import SLO, LoadResult, Workload, run_load
+from workbench.verbs._common import add_json_out, add_server_source, server_from_args
 
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")
 
@@ -67,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Send streamed completions with exact input token lengths and fixed output lengths, at a "
         "fixed concurrency or a Poisson/gamma request rate, and report vLLM-compatible metrics.",
     )
-    add_server_arguments(parser)
+    add_server_source(parser)
     parser.add_argument("--input-len", type=int, required=True, help="prompt tokens per request (exact)")
     parser.add_argument("--output-len", type=int, required=True, help="output tokens per request (ignore_eos)")
     count = parser.add_mutually_exclusive_group(required=True)
@@ -82,9 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--goodput", nargs="+", metavar="KEY:MS", help="SLOs for goodput, e.g. ttft:500 tpot:50")
     parser.add_argument("--tokenizer", help="model directory with the tokenizer (default: the server's own)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--json", type=Path, metavar="OUT", help="write the full result (requests, summary, provenance)"
-    )
+    add_json_out(parser, "the full result (requests, summary, provenance; requests also stream to OUT.requests.jsonl)")
     parser.set_defaults(handler=run)
 
 

@@ -47,9 +47,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench.bisect.plan import default_plan_for, load_plan
-    from workbench.bisect.report import steps_table, verdict_table
-    from workbench.bisect.runner import Bisect, check_resumable, default_out_dir, probe_with_server, recipe_fingerprint
+    from workbench.bisect.api import (
+        Bisect,
+        check_resumable,
+        default_out_dir,
+        default_plan_for,
+        load_plan,
+        probe_with_server,
+        recipe_fingerprint,
+        steps_table,
+        verdict_table,
+    )
     from workbench.recipes import load_serving_recipe
 
     recipe = load_serving_recipe(args.recipe)
@@ -81,7 +89,7 @@ def device_pool(args: argparse.Namespace, recipe):
     """The device pool for --parallel (None without it): one WorkbenchError per bad flag value."""
     import os
 
-    from workbench.serving.device_groups import kv_budget_flag, local_pool, parse_devices, resolve_parallel
+    from workbench.serving.api import kv_budget_flag, local_pool, parse_devices, resolve_parallel
 
     parallel = resolve_parallel(args.parallel)
     if parallel is None:

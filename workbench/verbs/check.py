@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workbench.verbs._common import add_json_out
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -18,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "ten-minute pre-flight (docs/METHOD.md §2, §14). NPU items are skipped (with the reason) on machines without an NPU. "
         "Exit code 1 when any check fails.",
     )
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the report as JSON to OUT")
+    add_json_out(parser, "the report")
     parser.add_argument("--html", type=Path, metavar="OUT", help="write the report as a standalone HTML page to OUT")
     parser.add_argument(
         "--matrix",

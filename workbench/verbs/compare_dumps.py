@@ -15,6 +15,8 @@ import argparse
 
 import pandas as pd
 
+from workbench.verbs._common import add_json_out
+
 _SHOWN = ["key", "test_dtype", "shape", "cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio", "verdict"]
 _SHOWN_STATS = ["key", "test_dtype", "shape", "test_norm", "reference_norm", "norm_rel_diff", "verdict"]
 
@@ -28,14 +30,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("test", help="dump directory under test (workbench or msprobe)")
     parser.add_argument("reference", help="reference dump directory (workbench or msprobe)")
-    parser.add_argument("--json", metavar="OUT", help="also write the full table and summary as JSON")
+    add_json_out(parser, "the full table and summary")
     parser.add_argument("--allow-missing", action="store_true", help="compare the common modules only")
     parser.add_argument("--all-rows", action="store_true", help="print every row (default: the first 60)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.accuracy.dump_compare import compare_dumps
+    from workbench.accuracy.api import compare_dumps
 
     result = compare_dumps(args.test, args.reference, allow_missing=args.allow_missing, progress=True)
     s = result.summary

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from workbench.verbs._common import add_json_out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--recipe", type=Path, action="append", default=[], help="op-suite YAML (repeatable)")
     parser.add_argument("--device", default="auto", help="auto (default), cpu, npu:0, cuda:0")
     parser.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
-    parser.add_argument("--json", type=Path, default=None, help="write the result table as JSON")
+    add_json_out(parser, "the result table")
     parser.add_argument(
         "--export-failures",
         type=Path,
@@ -31,12 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench.accuracy import opsuite
+    from workbench.accuracy import api as accuracy
     from workbench.stack.devices import resolve_device
 
     device = resolve_device(args.device)
-    cases = opsuite.load_cases(args.recipe or None, args.op)
-    result = opsuite.run_suite(cases, device)
+    cases = accuracy.load_cases(args.recipe or None, args.op)
+    result = accuracy.run_suite(cases, device)
     table = result.table()
     with pd.option_context("display.width", 200, "display.max_rows", 500):
         print(
@@ -46,18 +47,13 @@ def handle(args: argparse.Namespace) -> int:
         )
     print("verdicts:", result.counts())
     if args.json:
+        from workbench.results.envelope import write_result
         from workbench.stack.provenance import provenance
 
-        document = {
-            "provenance": provenance(device=str(device)),
-            "counts": result.counts(),
-            "rows": table.to_dict(orient="records"),
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(document, indent=1, default=float))
-        print(f"table: {args.json}")
+        document = {"counts": result.counts(), "rows": table.to_dict(orient="records")}
+        print(f"table: {write_result(args.json, document, provenance(device=str(device)))}")
     failures = result.failures()
     if args.export_failures and failures:
         for failure in failures:
-            print(f"repro: {opsuite.export_repro(failure, args.export_failures)}")
+            print(f"repro: {accuracy.export_repro(failure, args.export_failures)}")
     return 1 if failures else 0

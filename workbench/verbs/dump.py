@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from workbench.errors import WorkbenchError
-from workbench.verbs.serve import add_launch_arguments, parse_env_pairs, terminate_as_interrupt
+from workbench.verbs._common import add_launch_options, parse_env_pairs, terminate_as_interrupt
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--reference", metavar="DIR",
         help="also capture the transformers float32 CPU dump of the tokens the engine ran, into DIR",
     )  # fmt: skip
-    add_launch_arguments(engine)
+    add_launch_options(engine)
     parser.set_defaults(handler=run)
 
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_model_dump(args: argparse.Namespace) -> int:
-    from workbench.accuracy.dump import capture_dump, load_causal_lm, tokenize_prompt
+    from workbench.accuracy.api import capture_dump, load_causal_lm, tokenize_prompt
 
     for flag, value in (("--steps", args.steps != 1), ("--layers", args.layers), ("--reference", args.reference)):
         if value:
@@ -112,7 +112,7 @@ def _layers(text: str | None) -> list[int] | None:
 
 
 def run_engine_dump(args: argparse.Namespace) -> int:
-    from workbench.accuracy.dump_serving import capture_engine_dump, capture_reference_for
+    from workbench.accuracy.api import capture_engine_dump, capture_reference_for
 
     for flag, value in (("--token-ids", args.token_ids), ("--dtype", args.dtype), ("--device", args.device)):
         if value:

@@ -21,7 +21,8 @@ from pathlib import Path
 import httpx
 
 from workbench.errors import WorkbenchError
-from workbench.verbs.serve import add_server_arguments, server_from_args
+from workbench.results.files import write_text
+from workbench.verbs._common import add_json_out, add_server_source, server_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pass@1 of code in a sandbox; compare with an earlier run (--reference) against thresholds. Attaches to "
         "--url (any OpenAI-compatible vLLM server, e.g. vllm-ascend) or launches --recipe and stops it afterwards.",
     )
-    add_server_arguments(parser)
+    add_server_source(parser)
     parser.add_argument("--dataset", nargs="+", required=True, metavar="NAME|FILE",
                         help="humaneval, text, or a JSONL file (schema: workbench/evaluate/datasets.py)")  # fmt: skip
     parser.add_argument("--limit", type=int, help="only the first N problems of each data set (default: all)")
@@ -46,12 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds per pass@1 program")
     parser.add_argument("--tokenizer", type=Path, help="tokenizer directory, for a server without /tokenize")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the summary (and comparison) here")
+    add_json_out(parser, "the summary (and the comparison)")
     parser.set_defaults(handler=run)
 
 
 def parse_measures(text: str):
-    from workbench.evaluate.runner import Measure
+    from workbench.evaluate.api import Measure
 
     try:
         measures = frozenset(Measure(part.strip()) for part in text.split(",") if part.strip())
@@ -76,8 +77,7 @@ def require_listening(url: str) -> None:
 
 
 def settings_from_args(args: argparse.Namespace):
-    from workbench.evaluate.execution import Limits
-    from workbench.evaluate.runner import Settings
+    from workbench.evaluate.api import Limits, Settings
 
     if args.concurrency < 1 or (args.max_tokens is not None and args.max_tokens < 1) or args.timeout <= 0:
         raise WorkbenchError("--concurrency, --max-tokens and --timeout must be positive")
@@ -87,10 +87,14 @@ def settings_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.evaluate.datasets import load_dataset
-    from workbench.evaluate.report import read_run
-    from workbench.evaluate.runner import default_out_dir, evaluate_target, target_for
-    from workbench.evaluate.thresholds import load_thresholds
+    from workbench.evaluate.api import (
+        default_out_dir,
+        evaluate_target,
+        load_dataset,
+        load_thresholds,
+        read_run,
+        target_for,
+    )
     from workbench.recipes import load_serving_recipe
 
     settings = settings_from_args(args)
@@ -113,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
 def report(out: Path, reference: Path | None, thresholds, json_out: Path | None) -> int:
     """Print the run's summary (and the comparison with `reference`), write summary.json; the exit code."""
-    from workbench.evaluate.report import compare_runs, summarize_run, write_summary
+    from workbench.evaluate.api import compare_runs, summarize_run, write_summary
 
     summaries = summarize_run(out)
     for summary in summaries.values():
@@ -127,8 +131,7 @@ def report(out: Path, reference: Path | None, thresholds, json_out: Path | None)
     path = write_summary(out, comparison)
     print(f"results: {out}  summary: {path}")
     if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(path.read_text())
+        write_text(json_out, path.read_text(encoding="utf-8"))
     failed_requests = any(summary.errors for summary in summaries.values())
     return (
         1

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.embedded_models.generation import DTYPES, Engine, GenerationRequest, generate
+from workbench.embedded_models.api import DTYPES, Engine, GenerationRequest, generate
+from workbench.verbs._common import add_json_print
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--chat", action="store_true", help="send the prompt as a user turn via the chat template")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (with --temperature > 0)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object with text and token ids")
+    add_json_print(parser, "one object with the text and the token ids")
     parser.set_defaults(handler=run)
 
 

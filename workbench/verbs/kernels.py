@@ -11,10 +11,11 @@ Every answer names the kernel-selection table's row and where in vllm-ascend's s
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import pandas as pd
+
+from workbench.verbs._common import add_json_out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,12 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the decode batch size is in vllm-ascend's additional_config pa_shape_list (with FULL_DECODE_ONLY)",
     )
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the table (or the changes) as JSON")
+    add_json_out(parser, "the table (or the changes)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.backend.kernels import context_of, kernel_diff, read_stack, selection_table
+    from workbench.backend.api import context_of, kernel_diff, read_stack, selection_table
 
     if args.diff:
         a, b = (read_stack(p) for p in args.diff)
@@ -71,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
 def _write(path: Path | None, records: list[dict]) -> None:
     if path is None:
         return
+    from workbench.results.envelope import write_result
     from workbench.stack.provenance import provenance
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"provenance": provenance(), "rows": records}, indent=1, default=str))
-    print(f"wrote {path}")
+    print(f"wrote {write_result(path, {'rows': records}, provenance())}")

@@ -11,8 +11,9 @@ container instance) do not fail it.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from workbench.verbs._common import add_json_out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,12 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "nothing that can move a result differs, 1 otherwise, 2 when FILE is missing or malformed.",
     )
     check.add_argument("file", type=Path, metavar="FILE", help="a lock file written by `lock write`")
-    check.add_argument("--json", type=Path, metavar="OUT", help="also write the differences as JSON")
+    add_json_out(check, "the differences")
     check.set_defaults(handler=run_check)
 
 
 def run_write(args: argparse.Namespace) -> int:
-    from workbench.regress.lockfile import write_lock
+    from workbench.regress.api import write_lock
 
     lock, constraints = write_lock(args.out, constraints=args.constraints)
     print(f"lock file:   {lock}")
@@ -61,20 +62,15 @@ def run_write(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from workbench.regress.lockfile import check_lock, format_check, read_lock
+    from workbench.regress.api import check_lock, format_check, read_lock
 
     lock = read_lock(args.file)
     result = check_lock(lock)
     print(format_check(result, args.file))
     if args.json:
+        from workbench.results.envelope import write_result
         from workbench.stack.provenance import provenance
 
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        document = {
-            "lock_file": str(args.file),
-            "ok": result.ok,
-            "differences": result.rows(),
-            "provenance": provenance(),
-        }
-        args.json.write_text(json.dumps(document, indent=1))
+        document = {"lock_file": str(args.file), "ok": result.ok, "differences": result.rows()}
+        write_result(args.json, document, provenance())
     return 0 if result.ok else 1

@@ -15,7 +15,8 @@ import sys
 import time
 
 from workbench.embedded_models import api as embedded_models
-from workbench.embedded_models.catalog import EmbeddedModel
+from workbench.embedded_models.api import EmbeddedModel
+from workbench.verbs._common import add_json_print
 
 ALL = "all"
 
@@ -37,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.set_defaults(handler=run_prepare)
 
     listing = actions.add_parser("list", help="show each embedded model, whether it is ready, and its path")
-    listing.add_argument("--json", action="store_true", help="one JSON object per model")
+    add_json_print(listing, "one object per model")
     listing.set_defaults(handler=run_list)
 
 

@@ -16,15 +16,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.profiling import capture as capturing
-from workbench.profiling import graph_mode
-from workbench.profiling.read import read_profile
-from workbench.profiling.report import format_report, write_json
-from workbench.profiling.verdicts import judge, load_thresholds
+from workbench.profiling.api import (
+    CaptureWorkload,
+    capture,
+    format_report,
+    judge,
+    load_thresholds,
+    measure_eager_and_compiled,
+    read_profile,
+    write_json,
+)
 from workbench.recipes import load_serving_recipe
 from workbench.settings import run_dir
 from workbench.stack.provenance import provenance
-from workbench.verbs.serve import parse_env_pairs, terminate_as_interrupt
+from workbench.verbs._common import add_json_out, add_no_progress, parse_env_pairs, terminate_as_interrupt
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,10 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out", type=Path, help="capture: where traces and profile.json go (default runs/profiles/<recipe>-<time>)"
     )
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the profile, verdicts and provenance as JSON")
+    add_json_out(parser, "the profile, verdicts and provenance")
     parser.add_argument("--tensor-parallel-size", type=int, help="capture: override the recipe's tensor_parallel_size")
     workload = parser.add_argument_group("workload (capture)")
-    default = capturing.CaptureWorkload()
+    default = CaptureWorkload()
     workload.add_argument("--input-len", type=int, default=default.input_len, help="prompt tokens per request (exact)")
     workload.add_argument("--output-len", type=int, default=default.output_len, help="output tokens per request")
     workload.add_argument("--num-prompts", type=int, default=default.num_prompts, help="requests inside the window")
@@ -56,12 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="capture: also measure eager against compiled on fixed and mixed lengths",
     )
     parser.add_argument("--repeats", type=int, default=3, help="--graph-mode: measured runs per mode and workload")
-    parser.add_argument(
-        "--thresholds", type=Path, help="verdict thresholds (default policy/profiling/thresholds.yaml)"
-    )
+    parser.add_argument("--thresholds", type=Path, help="verdict thresholds (default policy/profiling/thresholds.yaml)")
     parser.add_argument("--top", type=int, default=10, help="how many ops to list")
     parser.add_argument("--env", action="append", metavar="KEY=VALUE", help="extra environment for the server")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_no_progress(parser)
     parser.set_defaults(handler=run)
 
 
@@ -79,19 +82,17 @@ def _capture(args: argparse.Namespace):
     recipe = load_serving_recipe(args.recipe)
     if args.tensor_parallel_size:
         recipe = recipe.with_overrides(engine={"tensor_parallel_size": args.tensor_parallel_size})
-    workload = capturing.CaptureWorkload(
-        args.input_len, args.output_len, args.num_prompts, args.concurrency, args.warmup
-    )
+    workload = CaptureWorkload(args.input_len, args.output_len, args.num_prompts, args.concurrency, args.warmup)
     out = args.out or run_dir("profiles", recipe.name, fresh=True)
     env = parse_env_pairs(args.env)
     with terminate_as_interrupt():
-        result = capturing.capture(recipe, out, workload, extra_env=env, progress=not args.no_progress)
+        result = capture(recipe, out, workload, extra_env=env, progress=not args.no_progress)
         print(
             f"captured {len(result.profile.ranks)} rank(s) in {result.trace_dir}; load inside the window: "
             f"{result.load.summary.output_throughput:.1f} output tok/s, {result.load.summary.failed} failed"
         )
         if args.graph_mode:
-            measured = graph_mode.measure(
+            measured = measure_eager_and_compiled(
                 recipe, repeats=args.repeats, extra_env=env, log_dir=Path(out), progress=not args.no_progress
             )
             print("graph mode (output tok/s, median of runs):")

@@ -59,8 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.quantize.checkpoint import quantize_checkpoint
-    from workbench.quantize.request import QuantizeRequest, Scheme, parse_format
+    from workbench.quantize.api import QuantizeRequest, Scheme, parse_format, quantize_checkpoint
 
     request = QuantizeRequest(
         model=args.model,

@@ -11,8 +11,9 @@ worse metric on single runs); 2: a bad input (unknown baseline, unreadable file,
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from workbench.verbs._common import add_json_out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,16 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also exit 1 when a metric is worse beyond its threshold on single runs (thin evidence)",
     )
-    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the comparison as JSON (with provenance)")
+    add_json_out(parser, "the comparison (with provenance)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.regress.regress import regress
-    from workbench.regress.report import format_report
-    from workbench.regress.results import read_all
-    from workbench.regress.store import load_baseline
-    from workbench.regress.thresholds import load_thresholds
+    from workbench.regress.api import format_report, load_baseline, load_thresholds, read_all, regress
 
     thresholds = load_thresholds(args.thresholds)
     baseline = load_baseline(args.baseline)
@@ -50,10 +47,9 @@ def run(args: argparse.Namespace) -> int:
     report = regress(baseline.name, baseline.runs, current, thresholds, fail_on_thin=args.fail_on_thin)
     print(format_report(report))
     if args.json:
+        from workbench.results.envelope import write_result
         from workbench.stack.provenance import provenance
 
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        document = report.as_dict() | {"results": [str(p) for p in args.results], "provenance": provenance()}
-        args.json.write_text(json.dumps(document, indent=1))
-        print(f"written: {args.json}")
+        document = report.as_dict() | {"results": [str(p) for p in args.results]}
+        print(f"written: {write_result(args.json, document, provenance())}")
     return 1 if report.failed else 0

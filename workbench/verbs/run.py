@@ -57,12 +57,12 @@ def _parse_parameters(items: list[str]) -> dict[str, object]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from workbench.run.runner import discover, run_notebooks
+    from workbench.run.api import discover, run_notebooks
 
     notebooks = discover(args.notebooks or settings.notebooks_dir(), args.only)
     run_dir = settings.run_dir("notebooks", fresh=True, root=args.out)
     print(f"running {len(notebooks)} notebook(s) into {run_dir}")
-    from workbench.run.runner import DEFAULT_CELL_TIMEOUT_S
+    from workbench.run.api import DEFAULT_CELL_TIMEOUT_S
 
     timeout = DEFAULT_CELL_TIMEOUT_S if args.cell_timeout is None else (args.cell_timeout or None)
     if timeout is not None and timeout < 0:

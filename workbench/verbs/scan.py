@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workbench.verbs._common import add_json_out, add_no_progress
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -23,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Nothing scanned is imported or executed (docs/METHOD.md §1).",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="directories or files to scan")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write summary, findings and problems as JSON")
+    add_json_out(parser, "summary, findings and problems")
     parser.add_argument("--csv", type=Path, metavar="OUT", help="write one row per finding as CSV")
     parser.add_argument(
         "--jobs",
@@ -58,31 +60,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--files", type=int, default=20, metavar="N", help="files listed in the by-file summary (default 20; 0: all)"
     )
     parser.add_argument("--list", action="store_true", help="also print every finding")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress(parser)
     parser.set_defaults(handler=handle)  # fmt: skip
 
 
 def handle(args: argparse.Namespace) -> int:
-    from workbench.errors import WorkbenchError
-    from workbench.scan import outputs, summary_text
-    from workbench.scan.runner import ScanOptions, scan
-    from workbench.scan.walker import DEFAULT_IGNORES, WalkOptions
+    from workbench.scan import api as scan
 
-    if args.max_file_mb <= 0:
-        raise WorkbenchError(f"--max-file-mb must be positive, got {args.max_file_mb}")
-    defaults = () if args.no_default_ignores else DEFAULT_IGNORES
-    walk = WalkOptions(
-        ignore=defaults + tuple(args.ignore),
-        skip_virtualenvs=not args.no_default_ignores,
+    options = scan.scan_options(
+        jobs=args.jobs,
+        ignore=tuple(args.ignore),
+        default_ignores=not args.no_default_ignores,
         follow_symlinks=not args.no_follow_symlinks,
+        max_file_mib=args.max_file_mb,
+        mapping=args.mapping,
+        progress=not args.no_progress,
     )
-    options = ScanOptions(
-        jobs=args.jobs, walk=walk, max_file_mib=args.max_file_mb, mapping=args.mapping, progress=not args.no_progress
-    )
-    report = scan(args.paths, options)
-    print(summary_text.render(report, files=args.files, list_findings=args.list))
+    report = scan.scan(args.paths, options)
+    print(scan.summary(report, files=args.files, list_findings=args.list))
     if args.json:
-        print(f"json: {outputs.write_json(report, args.json)}")
+        print(f"json: {scan.write_json(report, args.json)}")
     if args.csv:
-        print(f"csv: {outputs.write_csv(report, args.csv)}")
+        print(f"csv: {scan.write_csv(report, args.csv)}")
     return 0 if report.complete else 130

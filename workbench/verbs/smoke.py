@@ -7,11 +7,9 @@ server would not start (the crash class and its fix are printed).
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-from workbench.serving.smoke import DEFAULT_PROMPT, run_smoke
-from workbench.verbs.serve import add_server_arguments, server_from_args
+from workbench.serving.api import DEFAULT_PROMPT, run_smoke
+from workbench.verbs._common import add_json_out, add_server_source, server_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,11 +19,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Attach to --url or launch --recipe, then check /v1/models, one chat completion and one "
         "streamed completion (non-empty text, finish reason, usage). A launched server is always stopped.",
     )
-    add_server_arguments(parser)
+    add_server_source(parser)
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="chat prompt (default: %(default)r)")
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--expect", help="a word the chat answer must contain, e.g. Paris")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the report as JSON")
+    add_json_out(parser, "the report")
     parser.set_defaults(handler=run)
 
 
@@ -35,13 +33,8 @@ def run(args: argparse.Namespace) -> int:
     print(report.summary())
     print(f"answer: {report.answer!r}")
     if args.json:
-        payload = {
-            "url": report.url,
-            "model": report.model,
-            "passed": report.passed,
-            "checks": report.to_frame().to_dict(orient="records"),
-            "diagnosis": report.diagnosis.as_row() if report.diagnosis else None,
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=1))
+        from workbench.results.envelope import write_result
+        from workbench.stack.provenance import provenance
+
+        print(f"json: {write_result(args.json, report.to_dict(), provenance(url=report.url, model=report.model))}")
     return 0 if report.passed else 1

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from workbench.settings import run_dir
+from workbench.verbs._common import add_no_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -68,15 +69,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="after the sweep, re-measure alone the K best points that ran side by side",
     )
     parser.add_argument("--report-only", action="store_true", help="do not measure; rebuild report.html from DIR")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars (CI logs)")
+    add_no_progress(parser)
     parser.set_defaults(handler=run)
 
 
 def execution_from(args: argparse.Namespace):
     """The flags as a runner `Execution` (one WorkbenchError per bad value, before anything starts)."""
     from workbench.errors import WorkbenchError
-    from workbench.serving.device_groups import kv_budget_flag, parse_devices, resolve_parallel
-    from workbench.sweep.runner import Execution
+    from workbench.serving.api import kv_budget_flag, parse_devices, resolve_parallel
+    from workbench.sweep.api import Execution
 
     if args.adaptive and (args.parallel or args.ray):
         raise WorkbenchError("--adaptive decides each step from the one before; run it without --parallel/--ray")
@@ -93,13 +94,17 @@ def execution_from(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.sweep.adaptive import run_adaptive
-    from workbench.sweep.analysis import overhead_table
-    from workbench.sweep.interference import confirm_path
-    from workbench.sweep.report import build_report, write_html
-    from workbench.sweep.runner import confirm_best, run_sweep
-    from workbench.sweep.spec import load_sweep_spec
-    from workbench.sweep.store import ResultStore
+    from workbench.sweep.api import (
+        ResultStore,
+        build_report,
+        confirm_best,
+        confirm_path,
+        load_sweep_spec,
+        overhead_table,
+        run_adaptive,
+        run_sweep,
+        write_html,
+    )
 
     spec = load_sweep_spec(args.spec)
     out = args.out or run_dir("sweeps", spec.name)

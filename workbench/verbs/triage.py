@@ -10,8 +10,9 @@ found are its answer, not a failure), 2 on a user error (nothing readable, a bad
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from workbench.verbs._common import add_json_out, write_json_out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(docs/METHOD.md §6, §9).",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="LOG_OR_DIR", help="log files or directories (walked)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the whole report (every event) as JSON")
+    add_json_out(parser, "the whole report (every event)")
     parser.add_argument(
         "--codes", type=Path, metavar="FILE", help="error-code knowledge base (default policy/triage/error_codes.yaml)"
     )
@@ -33,9 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from workbench.errors import WorkbenchError
-    from workbench.triage.knowledge import load_knowledge_base
-    from workbench.triage.render import render_text, report_dict
-    from workbench.triage.report import triage_paths
+    from workbench.triage.api import load_knowledge_base, render_text, report_dict, triage_paths
 
     report = triage_paths([p.expanduser() for p in args.paths], load_knowledge_base(args.codes))
     if not report.inputs:
@@ -43,7 +42,5 @@ def handle(args: argparse.Namespace) -> int:
         raise WorkbenchError(f"nothing to triage ({reasons}); give log files or a directory of logs")
     print(render_text(report))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report_dict(report), indent=1, ensure_ascii=False), encoding="utf-8")
-        print(f"json: {args.json}")
+        print(f"json: {write_json_out(args.json, report_dict(report))}")
     return 0

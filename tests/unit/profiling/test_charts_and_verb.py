@@ -66,6 +66,7 @@ def test_verb_capture_passes_the_recipe_override_workload_and_env_to_the_capture
     from types import SimpleNamespace
 
     from workbench.profiling import capture as capturing
+    from workbench.verbs import profile as profile_verb
 
     seen = {}
 
@@ -74,7 +75,7 @@ def test_verb_capture_passes_the_recipe_override_workload_and_env_to_the_capture
         load = SimpleNamespace(summary=SimpleNamespace(output_throughput=12.5, failed=0))
         return capturing.Capture(read_profile(fixtures / "msprof_tp2"), load, out / "traces", None)
 
-    monkeypatch.setattr(capturing, "capture", fake_capture)
+    monkeypatch.setattr(profile_verb, "capture", fake_capture)
     argv = ["profile", "--recipe", "cpu-tiny", "--tensor-parallel-size", "2", "--out", str(tmp_path / "tp2"),
             "--num-prompts", "8", "--concurrency", "4", "--input-len", "64", "--output-len", "16",
             "--env", "A=1", "--env", "B=two", "--no-progress", "--json", str(tmp_path / "tp2.json")]  # fmt: skip

@@ -6,8 +6,8 @@ import pytest
 
 from workbench.errors import WorkbenchError
 from workbench.serving.load.workload import SLO
+from workbench.verbs._common import parse_env_pairs
 from workbench.verbs.bench import parse_goodput
-from workbench.verbs.serve import parse_env_pairs
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_sigterm_becomes_keyboard_interrupt_so_launched_servers_are_stopped():
     import signal
     import time
 
-    from workbench.verbs.serve import terminate_as_interrupt
+    from workbench.verbs._common import terminate_as_interrupt
 
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt, match="SIGTERM"):

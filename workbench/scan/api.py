@@ -1,4 +1,9 @@
-"""What notebook 00 calls: one function per cell, so the notebook stays free of logic."""
+"""The scan API: what `ascend-workbench scan` and notebook 00 call (one function per notebook cell).
+
+report = scan_path("service/")                   # notebook 00: one directory or file
+report = scan(paths, scan_options(jobs=0, ...))  # the verb: many paths, every option
+write_json(report, "scan.json"); write_csv(report, "scan.csv"); print(summary(report))
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,31 @@ from typing import TYPE_CHECKING
 
 from workbench import settings
 from workbench.errors import WorkbenchError
+from workbench.scan.outputs import write_csv, write_json
 from workbench.scan.report import SEVERITY_ORDER, ScanReport
 from workbench.scan.runner import ScanOptions, scan
+from workbench.scan.summary_text import render as summary
+from workbench.scan.walker import DEFAULT_IGNORES, WalkOptions
 
 if TYPE_CHECKING:
     import pandas as pd
+
+__all__ = [
+    "DEFAULT_IGNORES",
+    "SEVERITY_ORDER",
+    "ScanOptions",
+    "ScanReport",
+    "WalkOptions",
+    "resolve_target",
+    "scan",
+    "scan_options",
+    "scan_path",
+    "severity_table",
+    "summary",
+    "write_csv",
+    "write_json",
+]
+
 
 SAMPLE_SERVICE = Path("tests") / "fixtures" / "scan_service"
 
@@ -31,6 +56,27 @@ def resolve_target(path: str | Path | None) -> Path:
     raise WorkbenchError(
         f"path {str(path)!r} does not exist (nor under {settings.REPO_ROOT}); set `path` to the service"
     )
+
+
+def scan_options(
+    *,
+    jobs: int = 0,
+    ignore: tuple[str, ...] = (),
+    default_ignores: bool = True,
+    follow_symlinks: bool = True,
+    max_file_mib: float = ScanOptions.max_file_mib,
+    mapping: str | Path | None = None,
+    progress: bool = True,
+) -> ScanOptions:
+    """Options of one scan; `default_ignores=False` also scans .git, caches and virtual environments."""
+    if max_file_mib <= 0:
+        raise WorkbenchError(f"--max-file-mb must be positive, got {max_file_mib}")
+    walk = WalkOptions(
+        ignore=(DEFAULT_IGNORES if default_ignores else ()) + tuple(ignore),
+        skip_virtualenvs=default_ignores,
+        follow_symlinks=follow_symlinks,
+    )
+    return ScanOptions(jobs=jobs, walk=walk, max_file_mib=max_file_mib, mapping=mapping, progress=progress)
 
 
 def scan_path(path: str | Path | None, jobs: int = 0) -> ScanReport:

@@ -1,6 +1,8 @@
-"""What the backend sees on this machine: device, NPU status, op registry, NPU kernels, one op comparison.
+"""The backend API: what the backend sees on this machine — device, NPU status, op registry, NPU kernels,
+one op against its reference — and which kernel each op runs on a stored stack.
 
-The functions behind notebook 01; each returns a table or text so the notebook stays one call per cell.
+Behind notebook 01 (each function returns a table or text, so the notebook stays one call per cell) and
+`ascend-workbench kernels` (`context_of`, `selection_table`, `kernel_diff`, `read_stack`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,21 @@ import torch
 import ascend_backend
 from ascend_backend.device import detect
 from ascend_backend.registry import REGISTRY
+from workbench.backend.kernels import context_of, kernel_diff, read_stack, selection_table
 from workbench.stack.devices import resolve_device
 from workbench.stack.dtypes import parse_dtype
+
+__all__ = [
+    "compare_op",
+    "context_of",
+    "device_table",
+    "kernel_diff",
+    "kernel_table",
+    "npu_explanation",
+    "read_stack",
+    "registry_table",
+    "selection_table",
+]
 
 
 def device_table() -> pd.DataFrame:
@@ -56,8 +71,6 @@ def registry_table(device: str = "auto") -> pd.DataFrame:
 def kernel_table(stack_file: str | None = None):
     """The NPU kernel per op and attention state on this machine (or a stored stack), with the table row and
     its vllm-ascend source; the caption says how the release, chip and graph mode were found."""
-    from workbench.backend.kernels import context_of, read_stack, selection_table
-
     stack = read_stack(stack_file) if stack_file else None
     table = selection_table(stack)[["op", "state", "kernel", "recipe", "row", "source"]]
     return table.style.set_caption(context_of(stack).describe()).hide(axis="index")

@@ -1,4 +1,10 @@
-"""What notebook 09 (version lock) calls, so that its cells stay one call each and hold no logic."""
+"""The regression API: what `lock`, `baseline`, `regress` and notebook 09 call.
+
+Lock files (`write_lock`, `read_lock`, `check_lock`), stored baselines (`save_baseline`, `load_baseline`,
+`list_baselines`, `delete_baseline`), result files read as runs (`read_all`), the noise-aware comparison
+(`regress` with `load_thresholds`) and the text it prints (`format_report`); and notebook 09's calls, one
+per cell.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,54 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.recipes import load_serving_recipe
-from workbench.regress.lockfile import check_lock, read_lock, write_lock
+from workbench.regress.lockfile import check_lock, format_check, read_lock, write_lock
 from workbench.regress.measure import measure_repeats
 from workbench.regress.regress import RegressReport, regress
+from workbench.regress.report import format_report
 from workbench.regress.results import Run, read_all
-from workbench.regress.store import Baseline, list_baselines, load_baseline, save_baseline
-from workbench.regress.tables import runs_frame
+from workbench.regress.store import (
+    Baseline,
+    baselines_root,
+    delete_baseline,
+    list_baselines,
+    load_baseline,
+    save_baseline,
+)
+from workbench.regress.tables import runs_frame, series_summary, stack_summary, verdict_summary
 from workbench.regress.thresholds import load_thresholds
 from workbench.serving.load.workload import Workload
 from workbench.settings import run_dir
+
+__all__ = [
+    "Baseline",
+    "Measured",
+    "RegressReport",
+    "Run",
+    "baseline_for",
+    "baselines_root",
+    "check_lock",
+    "compare",
+    "delete_baseline",
+    "format_check",
+    "format_report",
+    "list_baselines",
+    "load_baseline",
+    "load_thresholds",
+    "machine_against_lock",
+    "measure",
+    "measure_repeats",
+    "read_all",
+    "read_lock",
+    "regress",
+    "runs_frame",
+    "save_baseline",
+    "series_summary",
+    "stack_summary",
+    "stored_runs",
+    "verdict_summary",
+    "write_lock",
+]
+
 
 NOTEBOOK_RUNS = "version-lock"
 
