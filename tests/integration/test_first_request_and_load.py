@@ -9,7 +9,7 @@ import pytest
 from workbench.cli import main
 from workbench.serving.load.runner import run_load
 from workbench.serving.load.workload import Workload
-from workbench.serving.smoke import Verdict, run_smoke
+from workbench.serving.smoke import CheckOutcome, run_smoke
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +18,7 @@ def test_smoke_passes(tiny_server):
     report = run_smoke(tiny_server, max_tokens=16)
     assert report.passed, report.summary()
     assert [c.name for c in report.checks] == ["models", "chat", "stream"]
-    assert all(c.verdict is Verdict.PASS for c in report.checks)
+    assert all(c.outcome is CheckOutcome.PASS for c in report.checks)
     assert report.answer.strip() and report.diagnosis is None
     frame = report.to_frame()
     assert list(frame["verdict"]) == ["pass"] * 3
@@ -28,7 +28,7 @@ def test_smoke_expectation_is_judged(tiny_server):
     # The tiny model has random weights: it will not say this.
     report = run_smoke(tiny_server, max_tokens=8, expect="zzzz-not-in-any-answer")
     assert not report.passed and report.checks[-1].name == "expect"
-    assert report.checks[-1].verdict is Verdict.FAIL and report.diagnosis is None
+    assert report.checks[-1].outcome is CheckOutcome.FAIL and report.diagnosis is None
 
 
 def test_load_64_requests_exact_lengths(tiny_server):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from workbench.accuracy.metrics import Verdict
+from workbench.results.verdict import Verdict
 
 VERDICT_COLOURS = [[0.0, "#2da44e"], [0.5, "#d4a72c"], [1.0, "#cf222e"]]
 

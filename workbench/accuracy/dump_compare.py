@@ -39,10 +39,11 @@ from tqdm.auto import tqdm
 from workbench.accuracy.dump import open_dump
 from workbench.accuracy.dump_engine import DerivedDump, EngineAlignment, align_engine_dump, is_engine_dump
 from workbench.accuracy.dump_format import DumpMode, DumpRecord, WorkbenchDump
-from workbench.accuracy.metrics import EXACT_RULE, Verdict, compare_tensors, serial_torch, verdict_rule
+from workbench.accuracy.metrics import EXACT_RULE, compare_tensors, serial_torch, verdict_rule
 from workbench.accuracy.msprobe_dump import MsprobeDump
 from workbench.errors import WorkbenchError
 from workbench.results.envelope import write_result
+from workbench.results.verdict import Verdict
 
 Dump = WorkbenchDump | MsprobeDump | DerivedDump
 _LISTED = 5  # names quoted in a mismatch message

@@ -47,15 +47,15 @@ machine two threads turned a 0.3 s compare of 6.3 M elements into 17 s of synchr
 from __future__ import annotations
 
 import contextlib
-import enum
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
 from workbench.errors import WorkbenchError
+from workbench.results.verdict import Verdict
 
 # Elements per chunk: float64 temporaries of this length are 512 KiB each.
 CHUNK_ELEMENTS = 1 << 16
@@ -70,27 +70,6 @@ for _name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnu
     if hasattr(torch, _name):
         _HALF_DTYPES.add(getattr(torch, _name))
 _HALF_DTYPES = frozenset(_HALF_DTYPES)
-
-
-class Verdict(str, enum.Enum):
-    """msprobe's three levels, ordered by severity."""
-
-    PASS = "pass"
-    WARNING = "warning"
-    ERROR = "error"
-
-    @property
-    def severity(self) -> int:
-        """0 pass, 1 warning, 2 error: the one ordering every table, chart and gate uses."""
-        return _SEVERITY[self.value]
-
-    @classmethod
-    def worst(cls, verdicts: Iterable[Verdict | str]) -> Verdict:
-        """The most severe of `verdicts` (PASS for none)."""
-        return max((cls(v) for v in verdicts), key=lambda v: v.severity, default=cls.PASS)
-
-
-_SEVERITY = {"pass": 0, "warning": 1, "error": 2}
 
 
 @dataclass(frozen=True)

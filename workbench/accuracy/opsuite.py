@@ -28,10 +28,11 @@ from pydantic import Field
 
 from ascend_backend.registry import REGISTRY, Backend
 from workbench import settings
-from workbench.accuracy.metrics import TensorComparison, Verdict, compare_tensors
+from workbench.accuracy.metrics import TensorComparison, compare_tensors
 from workbench.accuracy.op_inputs import BUILDERS, OpInputs, make_inputs
 from workbench.errors import WorkbenchError
 from workbench.recipes import Frozen, load_recipe_file
+from workbench.results.verdict import Verdict
 from workbench.stack.dtypes import dtype_name, parse_dtype
 
 

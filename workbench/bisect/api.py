@@ -11,8 +11,9 @@ from workbench.bisect.plan import FeaturePlan, FeatureSpec, compose, default_pla
 from workbench.bisect.report import steps_table, timeline, verdict_table
 from workbench.bisect.runner import (
     Bisect,
+    BisectOutcome,
+    BisectStatus,
     StepRecord,
-    Verdict,
     check_resumable,
     default_out_dir,
     probe_with_server,
@@ -24,7 +25,8 @@ __all__ = [
     "FeaturePlan",
     "FeatureSpec",
     "StepRecord",
-    "Verdict",
+    "BisectOutcome",
+    "BisectStatus",
     "check_resumable",
     "compose",
     "default_out_dir",

@@ -42,7 +42,7 @@ class GreedyOutput:
     top: tuple[tuple[tuple[int, float], ...], ...]  # per position: (token id, logprob), best first
     text: str
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "prompt": self.prompt,
             "token_ids": list(self.token_ids),
@@ -52,7 +52,7 @@ class GreedyOutput:
         }
 
     @classmethod
-    def from_json(cls, raw: dict) -> GreedyOutput:
+    def from_dict(cls, raw: dict) -> GreedyOutput:
         return cls(
             raw["prompt"],
             tuple(raw["token_ids"]),

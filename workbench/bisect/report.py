@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from workbench.bisect.runner import StepRecord, Verdict
+from workbench.bisect.runner import BisectOutcome, StepRecord
 
 COLUMNS = [
     "kind",
@@ -35,7 +35,7 @@ def steps_table(records: Sequence[StepRecord]) -> pd.DataFrame:
     )
 
 
-def verdict_table(verdict: Verdict) -> pd.DataFrame:
+def verdict_table(verdict: BisectOutcome) -> pd.DataFrame:
     """The verdict: each culprit with its crash class, fix and log excerpt."""
     rows = []
     for name in verdict.culprits:
@@ -45,7 +45,7 @@ def verdict_table(verdict: Verdict) -> pd.DataFrame:
         rows.append(
             {
                 "culprit": name,
-                "status": verdict.status,
+                "status": verdict.status.value,
                 "failing_set": "+".join(record.features) if record else None,
                 "crash_kind": record.crash_kind if record else None,
                 "match": record.match if record else None,
@@ -58,7 +58,7 @@ def verdict_table(verdict: Verdict) -> pd.DataFrame:
         rows.append(
             {
                 "culprit": "-",
-                "status": verdict.status,
+                "status": verdict.status.value,
                 "failing_set": None,
                 "crash_kind": baseline.crash_kind if baseline else None,
                 "match": None,

@@ -20,6 +20,7 @@ records they hand back, so resuming works exactly as for a serial bisect.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import queue
 import threading
@@ -36,6 +37,7 @@ from workbench.bisect.plan import FeaturePlan, compose
 from workbench.errors import WorkbenchError
 from workbench.recipes import ServingRecipe
 from workbench.results.jsonl import JsonlLog
+from workbench.results.verdict import Verdict
 from workbench.serving.client import server_version
 from workbench.serving.crash import CrashReport, ServerFailure, false_ready
 from workbench.serving.device_groups import DeviceGroup, DevicePool, group_size
@@ -82,12 +84,29 @@ class StepRecord:
         return data
 
 
+class BisectStatus(str, enum.Enum):
+    """How a bisect ended, in the bisect's own words; `verdict` puts it on the shared scale."""
+
+    ALL_PASS = "all_pass"  # every feature passes alone and all together
+    CULPRITS = "culprits"  # these features fail alone
+    INTERACTION = "interaction"  # each passes alone, a combination fails
+    BASELINE_FAILS = "baseline_fails"  # nothing to bisect: the baseline itself does not serve
+
+    @property
+    def verdict(self) -> BisectOutcome:
+        return Verdict.PASS if self is BisectStatus.ALL_PASS else Verdict.ERROR
+
+
 @dataclass(frozen=True)
-class Verdict:
-    status: str  # "all_pass" | "culprits" | "interaction" | "baseline_fails"
+class BisectOutcome:
+    status: BisectStatus
     culprits: tuple[str, ...]
     message: str
     records: tuple[StepRecord, ...] = field(default=(), repr=False)
+
+    @property
+    def verdict(self) -> BisectOutcome:
+        return self.status.verdict
 
 
 def step_key(features: Sequence[str]) -> str:
@@ -172,7 +191,7 @@ def probe_with_server(plan: FeaturePlan, *, startup_timeout_s: float | None = No
                 probe_s=time.perf_counter() - probe_at,
                 finished_at=time.time(),
                 log_path=str(server.log_path) if server.log_path else None,
-                outputs=tuple(o.to_json() for o in outputs),
+                outputs=tuple(o.to_dict() for o in outputs),
                 provenance=provenance(
                     recipe=recipe, url=server.url, model=server.model, server_version=server_version(server.url)
                 ),
@@ -239,7 +258,7 @@ class Bisect:
         steps += [("cumulative", tuple(ordered[: i + 1])) for i in range(1, len(ordered))]
         return steps
 
-    def run(self, progress: bool = True) -> Verdict:
+    def run(self, progress: bool = True) -> BisectOutcome:
         from tqdm.auto import tqdm
 
         steps = self.planned_steps()
@@ -248,14 +267,16 @@ class Bisect:
             baseline = self._step("baseline", (), bar)
             if not baseline.passed:
                 return self._verdict_baseline(baseline)
-            self._baseline_outputs = [GreedyOutput.from_json(o) for o in baseline.outputs]
+            self._baseline_outputs = [GreedyOutput.from_dict(o) for o in baseline.outputs]
             if self.pool is not None:
                 self._alone_in_parallel(bar)
             alone = {n: self._step("alone", (n,), bar) for n in self.plan.order}
             failing = [n for n, r in alone.items() if not r.passed]
             if failing:
                 bar.update(bar.total - bar.n)
-                return Verdict("culprits", tuple(failing), self._culprit_message(failing, alone), self._all())
+                return BisectOutcome(
+                    BisectStatus.CULPRITS, tuple(failing), self._culprit_message(failing, alone), self._all()
+                )
             usable = [n for n in self.plan.order if alone[n].kind != "skipped"]
             for i in range(1, len(usable)):
                 record = self._step("cumulative", tuple(usable[: i + 1]), bar)
@@ -263,7 +284,7 @@ class Bisect:
                     bar.update(bar.total - bar.n)
                     return self._narrow(usable[: i + 1], record)
             bar.update(bar.total - bar.n)
-            return Verdict("all_pass", (), "every feature passes alone and all together", self._all())
+            return BisectOutcome(BisectStatus.ALL_PASS, (), "every feature passes alone and all together", self._all())
         finally:
             bar.close()
 
@@ -373,7 +394,7 @@ class Bisect:
         """Fill in the output comparison against the baseline (the baseline matches itself)."""
         if not (record.started and record.request_ok):
             return record
-        outputs = [GreedyOutput.from_json(o) for o in record.outputs]
+        outputs = [GreedyOutput.from_dict(o) for o in record.outputs]
         if record.kind == "baseline" or self._baseline_outputs is None:
             nan = any(lp != lp for o in outputs for lp in o.logprobs)
             match = Match.NAN if nan else Match.EXACT
@@ -383,7 +404,7 @@ class Bisect:
         cmp = compare_outputs(self._baseline_outputs, outputs, self.plan.compare.logprob_tolerance)
         return _replace(record, match=cmp.match.value, max_drift=cmp.max_drift, detail=cmp.detail)
 
-    def _narrow(self, cumulative: Sequence[str], failed: StepRecord) -> Verdict:
+    def _narrow(self, cumulative: Sequence[str], failed: StepRecord) -> BisectOutcome:
         added = cumulative[-1]
         pairs = []
         for other in cumulative[:-1]:
@@ -394,15 +415,15 @@ class Bisect:
         if pairs:
             names = tuple(sorted({n for p in pairs for n in p}))
             detail = "; ".join(f"{a} + {b}" for a, b in pairs)
-            return Verdict(
-                "interaction",
+            return BisectOutcome(
+                BisectStatus.INTERACTION,
                 names,
                 f"each feature passes alone, but together they fail: {detail}. "
                 f"{_failure_text(self.records[step_key(pairs[0])])}",
                 self._all(),
             )
-        return Verdict(
-            "interaction",
+        return BisectOutcome(
+            BisectStatus.INTERACTION,
             tuple(cumulative),
             f"each feature and every pair with {added} passes, but the set {'+'.join(cumulative)} fails "
             f"(3 or more interact). {_failure_text(failed)}",
@@ -412,9 +433,9 @@ class Bisect:
     def _culprit_message(self, failing: Sequence[str], alone: dict[str, StepRecord]) -> str:
         return " ".join(f"{n}: {_failure_text(alone[n])}" for n in failing)
 
-    def _verdict_baseline(self, record: StepRecord) -> Verdict:
-        return Verdict(
-            "baseline_fails",
+    def _verdict_baseline(self, record: StepRecord) -> BisectOutcome:
+        return BisectOutcome(
+            BisectStatus.BASELINE_FAILS,
             (),
             "the baseline (every feature off) does not work, so no feature can be blamed yet: " + _failure_text(record),
             self._all(),

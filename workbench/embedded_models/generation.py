@@ -73,8 +73,8 @@ class GenerationResult:
     finish_reason: FinishReason
     seconds: float  # wall time of generation, model loading excluded
 
-    def to_json(self) -> str:
-        payload: dict[str, Any] = {
+    def to_dict(self) -> dict[str, Any]:
+        return {
             "model_dir": str(self.model_dir),
             "engine": self.engine.value,
             "device": self.device,
@@ -86,7 +86,6 @@ class GenerationResult:
             "finish_reason": self.finish_reason.value,
             "seconds": round(self.seconds, 4),
         }
-        return json.dumps(payload, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from workbench.envcheck.matrix import Matrix, MatrixRow, Platform, Severity
-from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped, warned
+from workbench.envcheck.matrix import Matrix, MatrixRow, Platform
+from workbench.envcheck.result import CheckResult, Group, Status, failed, passed, skipped, warned
 from workbench.stack.presence import NpuPresence
 from workbench.stack.versions import InstalledStack
 
@@ -232,5 +232,5 @@ def check_matrix(stack: StackVersions, matrices: list[Matrix], presence: NpuPres
             "(docs/METHOD.md §2) so this combination can be checked"
         )
         return warned(name, G, observed, expected, f"the table cannot vouch for this release yet: {fix}{refresh}")
-    report = failed if best.matrix.table.mismatch is Severity.FAIL else warned
+    report = failed if best.matrix.table.mismatch is Status.FAIL else warned
     return report(name, G, observed, expected, fix)

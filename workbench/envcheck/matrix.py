@@ -14,25 +14,19 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import field_validator
 
+from workbench.envcheck.result import Status
 from workbench.recipes.reader import Frozen, load_recipe_file
 
 
 class Platform(str, enum.Enum):
     ASCEND = "ascend"
     CPU = "cpu"
-
-
-class Severity(str, enum.Enum):
-    """How a mismatch against this file is reported."""
-
-    FAIL = "fail"
-    WARN = "warn"
 
 
 def _version_text(value: Any) -> str:
@@ -110,7 +104,7 @@ class MatrixRow(Frozen):
 
 class MatrixFile(Frozen):
     platform: Platform
-    mismatch: Severity = Severity.FAIL
+    mismatch: Literal[Status.FAIL, Status.WARN] = Status.FAIL  # how a mismatch with this file is reported
     source: MatrixSource
     rows: tuple[MatrixRow, ...]
 

@@ -8,13 +8,13 @@ pandas is imported inside the functions that need it, so the CLI's text path sta
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.envcheck.result import CheckResult, Status
 from workbench.envcheck.runner import Report
+from workbench.results import files
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,10 +47,6 @@ def to_dict(report: Report) -> dict[str, Any]:
         "failed": report.failed,
         "results": [r.as_row() for r in report.results],
     }
-
-
-def to_json(report: Report) -> str:
-    return json.dumps(to_dict(report), indent=2)
 
 
 def _status_css(value: str) -> str:
@@ -187,9 +183,8 @@ def to_html(report: Report) -> str:
 
 
 def write_json(report: Report, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_json(report), encoding="utf-8")
-    return path
+    """The report as JSON, atomically."""
+    return files.write_json(Path(path), to_dict(report), indent=2)
 
 
 def write_html(report: Report, path: Path) -> Path:

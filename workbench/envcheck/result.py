@@ -11,6 +11,8 @@ import enum
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from workbench.results.verdict import Verdict
+
 
 class Status(str, enum.Enum):
     """Outcome of one check, ordered from good to bad by `severity`."""
@@ -23,6 +25,11 @@ class Status(str, enum.Enum):
     @property
     def severity(self) -> int:
         return {Status.PASS: 0, Status.SKIP: 1, Status.WARN: 2, Status.FAIL: 3}[self]
+
+    @property
+    def verdict(self) -> Verdict:
+        """On the shared scale: a skipped check did not find a problem."""
+        return {Status.FAIL: Verdict.ERROR, Status.WARN: Verdict.WARNING}.get(self, Verdict.PASS)
 
 
 class Group(str, enum.Enum):

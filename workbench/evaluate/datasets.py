@@ -103,7 +103,7 @@ class Problem:
         head = self.prompt if self.prompt is not None else "\n".join(m.content for m in self.messages) + "\n"
         return head + (self.reference or "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["messages"] = [asdict(m) for m in self.messages]
         return data
@@ -128,7 +128,7 @@ class Dataset:
     @property
     def digest(self) -> str:
         """sha256 of the problems' content (16 hex digits): two runs compare only on the same problems."""
-        text = json.dumps([p.to_json() for p in self.problems], sort_keys=True, ensure_ascii=False)
+        text = json.dumps([p.to_dict() for p in self.problems], sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def head(self, limit: int | None) -> Dataset:

@@ -68,7 +68,7 @@ class ExecutionResult:
     def passed(self) -> bool:
         return self.outcome is Outcome.PASSED
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"outcome": self.outcome.value, "reason": self.reason, "duration_s": round(self.duration_s, 4),
                 "isolation": list(self.isolation)}  # fmt: skip
 

@@ -25,13 +25,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from workbench.accuracy.metrics import Verdict
 from workbench.errors import WorkbenchError
 from workbench.evaluate.datasets import DatasetKind
 from workbench.evaluate.greedy import AgreementTotal, agreement, total_agreement
 from workbench.evaluate.nll import NllResult, NllTotal, total_nll
 from workbench.evaluate.store import RecordFile
 from workbench.evaluate.thresholds import EvaluateThresholds, KindThresholds, judge_loss, judge_minimum
+from workbench.results.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class DatasetSummary:
                 "passed": self.passed, "pass_at_1": self.pass_at_1,
                 "errors": sum(self.errors.values())}  # fmt: skip
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.update(kind=self.kind.value, nll={**asdict(self.nll), "mean": self.nll.mean,
                                                 "perplexity": self.nll.perplexity}, pass_at_1=self.pass_at_1)  # fmt: skip
@@ -280,7 +280,7 @@ class Comparison:
                 lines.append(f"    {d.retokenised} problems left out: the two sides tokenised them differently")
         return "\n".join(lines + list(self.sentences))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"reference_dir": self.reference_dir, "test_dir": self.test_dir, "verdict": _name(self.verdict),
                 "reference_model": self.reference_model, "test_model": self.test_model,
                 "datasets": [{**d.row(), "findings": [{**asdict(f), "verdict": _name(f.verdict)} for f in d.findings]}
@@ -372,10 +372,10 @@ def write_summary(out_dir: Path, comparison: Comparison | None = None) -> Path:
     runs = read_run(out_dir)
     payload: dict[str, Any] = {
         "provenance": next(iter(runs.values())).header.get("provenance"),
-        "datasets": {name: summarize(run).to_json() for name, run in runs.items()},
+        "datasets": {name: summarize(run).to_dict() for name, run in runs.items()},
     }
     if comparison is not None:
-        payload["comparison"] = comparison.to_json()
+        payload["comparison"] = comparison.to_dict()
         payload["reference_provenance"] = next(iter(read_run(Path(comparison.reference_dir)).values())).header.get(
             "provenance"
         )

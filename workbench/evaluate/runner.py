@@ -133,7 +133,7 @@ def measure_problem(problem: Problem, todo: frozenset[Measure], context: _Contex
 
 def execution_record(problem: Problem, greedy: dict[str, Any], limits: Limits) -> dict[str, Any]:
     result = run_problem(problem, greedy["text"], limits)
-    return {"kind": "execution", "id": problem.id, "text_sha": sha(greedy["text"]), **result.to_json()}
+    return {"kind": "execution", "id": problem.id, "text_sha": sha(greedy["text"]), **result.to_dict()}
 
 
 def _recorded(store: RecordFile, kind: str, problem: Problem) -> bool:

@@ -2,7 +2,7 @@
 
 How much worse a configuration (W8A8, a new stack) may be than its reference on each kind of data set
 before the verdict says "warning" or "error" (the workbench's one verdict scale,
-`workbench.accuracy.metrics.Verdict`), and when to say that code degrades more than prose
+`workbench.results.verdict.Verdict`), and when to say that code degrades more than prose
 (docs/METHOD.md §13). Read through the one recipe reader, so a typo names the file, the key and the
 closest valid key. A metric that could not be measured (no problem on both sides) has no verdict (None).
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from workbench.accuracy.metrics import Verdict
 from workbench.evaluate.datasets import DatasetKind
 from workbench.recipes import Frozen, load_recipe_file, resolve_recipe_path
+from workbench.results.verdict import Verdict
 from workbench.settings import policy_dir
 
 DEFAULT_THRESHOLDS = "thresholds"

@@ -8,7 +8,6 @@ verdicts; every table it returns carries a `profile` column with that label.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,9 @@ from workbench.profiling.graph_mode import measure as measure_eager_and_compiled
 from workbench.profiling.profile import HostPhase, OpStat, Profile, ProfileFormat, StepShare
 from workbench.profiling.read import read_profile
 from workbench.profiling.report import format_report, shares_table, summary, write_json
-from workbench.profiling.verdicts import Verdict, VerdictKind, judge, load_thresholds, verdicts_frame
+from workbench.profiling.verdicts import Finding, FindingKind, judge, load_thresholds, verdicts_frame
 from workbench.recipes import load_serving_recipe
+from workbench.results.envelope import write_result
 from workbench.settings import run_dir
 from workbench.stack.provenance import provenance
 
@@ -34,8 +34,8 @@ __all__ = [
     "ProfileFormat",
     "ProfileSession",
     "StepShare",
-    "Verdict",
-    "VerdictKind",
+    "Finding",
+    "FindingKind",
     "capture",
     "format_report",
     "judge",
@@ -58,7 +58,7 @@ class ProfileSession:
 
     out_dir: Path
     profiles: dict[str, Profile]
-    verdicts: dict[str, list[Verdict]]
+    verdicts: dict[str, list[Finding]]
 
     @property
     def mapping(self) -> str:
@@ -140,7 +140,6 @@ def measure_graph_mode(recipe: str, enabled: bool = True, repeats: int = 1) -> g
 def save_session(session: ProfileSession, graph_result: graph.GraphModeResult | None = None) -> Path:
     """Write the session's summaries, verdicts and graph-mode runs to `<out>/session.json` (with provenance)."""
     record: dict[str, Any] = {
-        "provenance": provenance(),
         "profiles": {
             label: {"summary": summary(p, session.verdicts[label]), "source": p.source}
             for label, p in session.profiles.items()
@@ -154,7 +153,4 @@ def save_session(session: ProfileSession, graph_result: graph.GraphModeResult | 
             "starts": graph_result.starts_frame().to_dict("records"),
             "meta": graph_result.meta,
         }
-    path = session.out_dir / "session.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, default=str))
-    return path
+    return write_result(session.out_dir / "session.json", record, provenance())

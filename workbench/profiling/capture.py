@@ -315,7 +315,7 @@ def capture(
         bar.set_postfix_str("server stopped")
         bar.update(2)
     profile = with_meta(profile, meta, workload, result)
-    save(profile, out_dir / "profile.json")
+    profile.write(out_dir / "profile.json")
     return Capture(profile, result, trace_dir, log_path)
 
 
@@ -323,11 +323,3 @@ def with_meta(profile: Profile, stamp: dict[str, Any], workload: CaptureWorkload
     """The profile with provenance, the workload and its load summary in `meta`."""
     meta = {**profile.meta, "provenance": stamp, "workload": asdict(workload), "load": result.summary.flat()}
     return replace(profile, meta=meta)
-
-
-def save(profile: Profile, path: Path) -> Path:
-    """Write the profile as JSON (its meta carries the provenance stamp)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(profile.to_dict(), indent=1, default=str))
-    return path

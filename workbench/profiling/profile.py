@@ -25,6 +25,8 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.results.files import write_json
+
 
 class ProfileFormat(str, enum.Enum):
     TORCH_NPU = "torch_npu"  # <name>_ascend_pt/ASCEND_PROFILER_OUTPUT/ (torch_npu.profiler, vllm-ascend)
@@ -159,6 +161,10 @@ class Profile:
             "whole_window": self.whole_window,
             "meta": self.meta,
         }
+
+    def write(self, path: Path) -> Path:
+        """The profile as JSON, atomically (its `meta` carries the provenance stamp); `from_dict` reads it."""
+        return write_json(Path(path), self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Profile:

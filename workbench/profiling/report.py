@@ -6,14 +6,14 @@ per-rank shares, the verdicts with evidence and fix, the top ops, the host phase
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from workbench.profiling.profile import Profile
-from workbench.profiling.verdicts import Verdict, verdicts_frame
+from workbench.profiling.verdicts import Finding, verdicts_frame
+from workbench.results.envelope import write_result
 
 SHARE_COLUMNS = [
     "rank",
@@ -41,7 +41,7 @@ def shares_table(profile: Profile) -> pd.DataFrame:
     return table.rename(columns={c: c.replace("_share", " %") for c in table.columns})
 
 
-def summary(profile: Profile, verdicts: list[Verdict]) -> dict[str, Any]:
+def summary(profile: Profile, verdicts: list[Finding]) -> dict[str, Any]:
     """The numbers a sweep point or a notebook keeps: per-rank shares (fractions) and the verdict kinds."""
     ranks = profile.ranks_frame()
     return {
@@ -58,7 +58,7 @@ def summary(profile: Profile, verdicts: list[Verdict]) -> dict[str, Any]:
     }
 
 
-def format_report(profile: Profile, verdicts: list[Verdict], top: int = 10) -> str:
+def format_report(profile: Profile, verdicts: list[Finding], top: int = 10) -> str:
     """The CLI's text report (see the module docstring)."""
     with pd.option_context("display.width", 160, "display.max_colwidth", 70, "display.max_columns", 20):
         lines = [
@@ -91,7 +91,7 @@ def format_report(profile: Profile, verdicts: list[Verdict], top: int = 10) -> s
     return "\n".join(lines)
 
 
-def report_dict(profile: Profile, verdicts: list[Verdict]) -> dict[str, Any]:
+def report_dict(profile: Profile, verdicts: list[Finding]) -> dict[str, Any]:
     """The JSON `profile --json` writes: the whole profile, the verdicts, and a summary."""
     return {
         "summary": summary(profile, verdicts),
@@ -100,8 +100,6 @@ def report_dict(profile: Profile, verdicts: list[Verdict]) -> dict[str, Any]:
     }
 
 
-def write_json(profile: Profile, verdicts: list[Verdict], path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report_dict(profile, verdicts), indent=1, default=str))
-    return path
+def write_json(profile: Profile, verdicts: list[Finding], path: Path) -> Path:
+    """`report_dict` in the result envelope, atomically: the stamp is the profile's own (`meta.provenance`)."""
+    return write_result(Path(path), report_dict(profile, verdicts), profile.meta.get("provenance") or {})

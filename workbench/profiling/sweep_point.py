@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.profiling.capture import SCOPES_ENV, CaptureWorkload, profile_window, profiler_args, save
+from workbench.profiling.capture import SCOPES_ENV, CaptureWorkload, profile_window, profiler_args
 from workbench.profiling.report import summary
 from workbench.profiling.verdicts import judge, load_thresholds
 from workbench.serving.server import Server
@@ -64,5 +64,5 @@ def profile_point(server: Server, point: Any, out_dir: Path, tokenizer: Any) -> 
     except WorkbenchError as exc:
         return {"error": str(exc)}
     verdicts = judge(profile, load_thresholds())
-    path = save(profile, Path(out_dir) / "profiles" / f"{point.point_id}.json")
+    path = profile.write(Path(out_dir) / "profiles" / f"{point.point_id}.json")
     return {**summary(profile, verdicts), "file": str(path)}

@@ -28,6 +28,7 @@ from pydantic import Field
 
 from workbench.profiling.profile import Profile
 from workbench.recipes import Frozen, load_recipe_file
+from workbench.results.verdict import Verdict
 from workbench.settings import policy_dir
 
 COMPUTE_PHASES = ("gpu_model_runner: forward",)  # the scope holding the model's compute: never "the host phase"
@@ -59,7 +60,9 @@ def load_thresholds(path: Path | str | None = None) -> Thresholds:
     )
 
 
-class VerdictKind(str, enum.Enum):
+class FindingKind(str, enum.Enum):
+    """What a profile shows, in profiling's own words; `verdict` puts it on the shared scale."""
+
     HOST_BOUND = "host_bound"
     COMMUNICATION_BOUND = "communication_bound"
     SLOW_RANK = "slow_rank"
@@ -69,13 +72,25 @@ class VerdictKind(str, enum.Enum):
     NO_SHARES = "no_shares"
     BALANCED = "balanced"
 
+    @property
+    def verdict(self) -> Verdict:
+        """Balanced passes; every other finding is a warning: the service runs, time is being lost (or, for a
+        thin sample and missing shares, the profile cannot tell)."""
+        return Verdict.PASS if self is FindingKind.BALANCED else Verdict.WARNING
+
 
 @dataclass(frozen=True)
-class Verdict:
-    kind: VerdictKind
+class Finding:
+    """One judgement of a profile: what, about which rank, the evidence and the fix."""
+
+    kind: FindingKind
     rank: str  # the rank it is about, or "all"
     evidence: str
     fix: str
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.kind.verdict
 
 
 def _pct(value: float) -> str:
@@ -118,7 +133,7 @@ def _host_fix(phase: str | None) -> str:
     return next((fix for key, fix in HOST_FIXES.items() if key in phase), HOST_FIXES["between steps"])
 
 
-def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
+def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
     """One verdict for the ranks busy less than the threshold, named after the least busy one's host phase."""
     low = ranks[ranks["busy_share"] < t.host_bound_busy_share].sort_values("busy_share")
     if low.empty:
@@ -138,8 +153,8 @@ def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Ve
         for r in low.to_dict("records")
     )
     return [
-        Verdict(
-            VerdictKind.HOST_BOUND,
+        Finding(
+            FindingKind.HOST_BOUND,
             ",".join(low["rank"].astype(str)),
             f"busy under {_pct(t.host_bound_busy_share)} of the step: {listing}{named}",
             _host_fix(phase[0] if phase else None),
@@ -147,7 +162,7 @@ def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Ve
     ]
 
 
-def _communication(ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
+def _communication(ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
     heavy = ranks[ranks["communication_share"] > t.communication_share]
     if heavy.empty:
         return []
@@ -156,8 +171,8 @@ def _communication(ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
         for r in heavy.to_dict("records")
     )
     return [
-        Verdict(
-            VerdictKind.COMMUNICATION_BOUND,
+        Finding(
+            FindingKind.COMMUNICATION_BOUND,
             ",".join(heavy["rank"].astype(str)),
             f"communication not hidden by compute over {_pct(t.communication_share)} of the step: {listing}",
             "the tensor-parallel degree is too high for this model and link: lower tensor_parallel_size "
@@ -191,7 +206,7 @@ SPREAD_DIMENSIONS = (
 )
 
 
-def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
+def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
     """msprof-analyze's slow-rank rule on per-step means (see the module docstring)."""
     if len(ranks) < 2:
         return []
@@ -210,8 +225,8 @@ def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
             slow = pick(values, key=values.get)
             listing = ", ".join(f"rank {r} {v / 1000:.2f} ms" for r, v in values.items())
             found.append(
-                Verdict(
-                    VerdictKind.SLOW_RANK,
+                Finding(
+                    FindingKind.SLOW_RANK,
                     slow,
                     f"{label} per step differs by {_pct(spread)} of the mean step time "
                     f"(over {_pct(t.slow_rank_spread)}): {listing}",
@@ -221,7 +236,7 @@ def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
     return found
 
 
-def _bubbles(profile: Profile, t: Thresholds) -> list[Verdict]:
+def _bubbles(profile: Profile, t: Thresholds) -> list[Finding]:
     """Steps right before a prefill<->decode switch whose free time is `bubble_gap_factor` x the usual."""
     found = []
     for rank in profile.ranks:
@@ -242,8 +257,8 @@ def _bubbles(profile: Profile, t: Thresholds) -> list[Verdict]:
         if total > 0 and excess / total >= t.bubble_min_share:
             count = sum(s.free_us > t.bubble_gap_factor * median for s in switches)
             found.append(
-                Verdict(
-                    VerdictKind.BUBBLES,
+                Finding(
+                    FindingKind.BUBBLES,
                     rank,
                     f"rank {rank}: {count} of {len(switches)} prefill/decode switches leave the device "
                     f"idle {excess / 1000:.1f} ms beyond the usual {median / 1000:.2f} ms per step "
@@ -255,7 +270,7 @@ def _bubbles(profile: Profile, t: Thresholds) -> list[Verdict]:
     return found
 
 
-def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Verdict]:
+def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
     """torch.compile compiling inside the window (a host phase the torch trace reader reports)."""
     totals = dict(zip(ranks["rank"].astype(str), ranks["total_us"].astype(float)))
     found = []
@@ -263,8 +278,8 @@ def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[V
         total = totals.get(phase.rank, 0.0)
         if "torch.compile" in phase.phase and total > 0 and phase.total_us / total > t.compile_share:
             found.append(
-                Verdict(
-                    VerdictKind.COMPILATION,
+                Finding(
+                    FindingKind.COMPILATION,
                     phase.rank,
                     f"rank {phase.rank}: torch.compile compiled for {phase.total_us / 1000:.1f} ms inside the window "
                     f"({_pct(phase.total_us / total)} of the profiled time): a shape the engine had not seen",
@@ -274,14 +289,14 @@ def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[V
     return found
 
 
-def judge(profile: Profile, t: Thresholds | None = None) -> list[Verdict]:
+def judge(profile: Profile, t: Thresholds | None = None) -> list[Finding]:
     """Every verdict that fires on `profile` (BALANCED when none does), most actionable first."""
     t = t or load_thresholds()
     ranks = profile.ranks_frame()
     if ranks.empty:
         return [
-            Verdict(
-                VerdictKind.NO_SHARES,
+            Finding(
+                FindingKind.NO_SHARES,
                 "all",
                 "; ".join(profile.notes) or "the profile holds no steps",
                 "capture with the step timeline (step_trace_time.csv / trace_view.json / a torch trace)",
@@ -297,8 +312,8 @@ def judge(profile: Profile, t: Thresholds | None = None) -> list[Verdict]:
     thin = ranks[ranks["steps"] < t.min_steps] if not profile.whole_window else ranks.iloc[0:0]
     if not thin.empty:
         found.append(
-            Verdict(
-                VerdictKind.THIN_SAMPLE,
+            Finding(
+                FindingKind.THIN_SAMPLE,
                 ",".join(thin["rank"].astype(str)),
                 "only " + ", ".join(f"{r['steps']} step(s) on rank {r['rank']}" for r in thin.to_dict("records")),
                 "profile a longer window (more requests between /start_profile and /stop_profile)",
@@ -309,11 +324,11 @@ def judge(profile: Profile, t: Thresholds | None = None) -> list[Verdict]:
             f"rank {r['rank']} busy {_pct(r['busy_share'])}, communication {_pct(r['communication_share'])}"
             for r in ranks.to_dict("records")
         )
-        found.append(Verdict(VerdictKind.BALANCED, "all", shares, ""))
+        found.append(Finding(FindingKind.BALANCED, "all", shares, ""))
     return found
 
 
-def verdicts_frame(verdicts: list[Verdict]) -> pd.DataFrame:
+def verdicts_frame(verdicts: list[Finding]) -> pd.DataFrame:
     return pd.DataFrame(
         [{"verdict": v.kind.value, "rank": v.rank, "evidence": v.evidence, "fix": v.fix} for v in verdicts],
         columns=["verdict", "rank", "evidence", "fix"],

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from workbench.errors import WorkbenchError
 from workbench.regress.results import Run
 from workbench.regress.thresholds import Better, Thresholds
+from workbench.results.verdict import Verdict
 
 
 class Finding(str, enum.Enum):
@@ -163,8 +164,6 @@ class VerdictComparison:
 
 def compare_verdicts(series: str, baseline: Sequence[Run], current: Sequence[Run]) -> list[VerdictComparison]:
     """Case by case, the worst verdict of each side (msprobe's order: pass < warning < error)."""
-    from workbench.accuracy.metrics import Verdict  # only accuracy reports pay for torch
-
     cases = sorted({c for r in (*baseline, *current) for c in r.verdicts})
     found = []
     for case in cases:

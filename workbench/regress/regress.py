@@ -102,7 +102,7 @@ class RegressReport:
         rows = [{"series": s.series, **c.row()} for s in self.series for c in s.stack_changes]
         return pd.DataFrame(rows, columns=["series", "key", "before", "after", "what", "action", "counts"])
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline,
             "thresholds": self.thresholds.name,

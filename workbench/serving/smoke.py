@@ -9,7 +9,7 @@
              finish reason, and the usage block reports the generated tokens.
 
 (plus `expect` when the caller names a word the answer must contain, e.g. "Paris"). Each check is a
-`CheckResult` with a `Verdict`; when a request fails although /health was fine, the report carries a
+`CheckResult` with a `CheckOutcome`; when a request fails although /health was fine, the report carries a
 `CrashReport` of kind FALSE_READY (or the real crash, when a launched server died meanwhile).
 """
 
@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import pandas as pd
 
+from workbench.results.verdict import Verdict
 from workbench.serving.client import list_models
 from workbench.serving.crash import CrashReport, false_ready
 from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server
@@ -34,15 +35,21 @@ DEFAULT_COMPLETION_PROMPT = "The capital of France is"
 FINISH_REASONS = ("stop", "length")
 
 
-class Verdict(str, enum.Enum):
+class CheckOutcome(str, enum.Enum):
+    """One smoke check's outcome; `verdict` puts it on the shared scale (a failed request is an error)."""
+
     PASS = "pass"
     FAIL = "fail"
+
+    @property
+    def verdict(self) -> Verdict:
+        return CheckOutcome.PASS if self is CheckOutcome.PASS else Verdict.ERROR
 
 
 @dataclass(frozen=True)
 class CheckResult:
     name: str
-    verdict: Verdict
+    outcome: CheckOutcome
     detail: str
     seconds: float
     text: str = ""  # what the model answered, for the chat and stream checks
@@ -50,7 +57,7 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
-        return self.verdict is Verdict.PASS
+        return self.outcome is CheckOutcome.PASS
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,7 @@ class SmokeReport:
             [
                 {
                     "check": c.name,
-                    "verdict": c.verdict.value,
+                    "verdict": c.outcome.value,
                     "detail": c.detail,
                     "text": c.text,
                     "seconds": round(c.seconds, 3),
@@ -96,7 +103,7 @@ class SmokeReport:
     def summary(self) -> str:
         status = "PASS" if self.passed else "FAIL"
         lines = [f"smoke {status}: {self.url} model={self.model}"]
-        lines += [f"  {c.verdict.value:4s} {c.name:7s} {c.detail}" for c in self.checks]
+        lines += [f"  {c.outcome.value:4s} {c.name:7s} {c.detail}" for c in self.checks]
         if self.diagnosis is not None:
             lines.append(f"  diagnosis: {self.diagnosis.message()}")
         return "\n".join(lines)
@@ -201,13 +208,13 @@ def _timed(name: str, check: Callable[[], tuple[str, str]]) -> CheckResult:
     try:
         detail, text = check()
     except RequestFailed as exc:
-        return CheckResult(name, Verdict.FAIL, str(exc), time.perf_counter() - started, request_ok=False)
+        return CheckResult(name, CheckOutcome.FAIL, str(exc), time.perf_counter() - started, request_ok=False)
     except CheckFailed as exc:
-        return CheckResult(name, Verdict.FAIL, str(exc), time.perf_counter() - started)
+        return CheckResult(name, CheckOutcome.FAIL, str(exc), time.perf_counter() - started)
     except (httpx.HTTPError, json.JSONDecodeError, KeyError, TypeError) as exc:
         detail = f"{type(exc).__name__}: {exc}"
-        return CheckResult(name, Verdict.FAIL, detail, time.perf_counter() - started, request_ok=False)
-    return CheckResult(name, Verdict.PASS, detail, time.perf_counter() - started, text)
+        return CheckResult(name, CheckOutcome.FAIL, detail, time.perf_counter() - started, request_ok=False)
+    return CheckResult(name, CheckOutcome.PASS, detail, time.perf_counter() - started, text)
 
 
 def run_smoke(
@@ -232,7 +239,7 @@ def run_smoke(
         checks.append(
             CheckResult(
                 "expect",
-                Verdict.PASS if found else Verdict.FAIL,
+                CheckOutcome.PASS if found else CheckOutcome.FAIL,
                 f"{expect!r} {'found' if found else 'not found'} in the chat answer",
                 0.0,
                 answer,

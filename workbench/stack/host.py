@@ -35,7 +35,7 @@ class Container:
     image: str | None = None
     image_id: str | None = None
 
-    def as_dict(self) -> dict[str, str | None]:
+    def to_dict(self) -> dict[str, str | None]:
         return asdict(self)
 
 
@@ -92,4 +92,4 @@ def detect_container(root: Path = Path("/"), image: str | None = None) -> Contai
 def container_record() -> dict[str, str | None] | None:
     """This machine's container as the fingerprint stores it (None on a bare host)."""
     found = detect_container(image=settings.container_image())
-    return found.as_dict() if found else None
+    return found.to_dict() if found else None

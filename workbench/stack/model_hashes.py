@@ -114,7 +114,7 @@ class ModelHashes:
     weight_files: int
     weights_bytes: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 

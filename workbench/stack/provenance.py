@@ -42,7 +42,7 @@ def model_record(directory: Path) -> dict[str, Any]:
     from workbench.stack.model_hashes import model_hashes
 
     try:
-        return model_hashes(directory).as_dict()
+        return model_hashes(directory).to_dict()
     except OSError as exc:
         return {"path": str(directory), "error": f"{type(exc).__name__}: {exc}"}
 

@@ -81,7 +81,7 @@ def handle(args: argparse.Namespace) -> int:
         print(steps_table(verdict.records).drop(columns=["log_path", "fix"]).to_string(index=False))
         print()
         print(verdict_table(verdict).to_string(index=False))
-    print(f"\nverdict: {verdict.status}: {verdict.message}")
+    print(f"\nverdict: {verdict.status.value}: {verdict.message}")
     return 0 if verdict.status == "all_pass" else 1
 
 

@@ -11,6 +11,7 @@ work happens in `workbench.embedded_models.generation`; this module only maps fl
 from __future__ import annotations
 
 import argparse
+import json
 
 from workbench.embedded_models.api import DTYPES, Engine, GenerationRequest, generate
 from workbench.verbs._common import add_json_print
@@ -51,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     result = generate(request)
-    print(result.to_json() if args.json else result.text)
+    print(json.dumps(result.to_dict(), ensure_ascii=False) if args.json else result.text)
     return 0

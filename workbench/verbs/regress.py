@@ -50,6 +50,6 @@ def run(args: argparse.Namespace) -> int:
         from workbench.results.envelope import write_result
         from workbench.stack.provenance import provenance
 
-        document = report.as_dict() | {"results": [str(p) for p in args.results]}
+        document = report.to_dict() | {"results": [str(p) for p in args.results]}
         print(f"written: {write_result(args.json, document, provenance())}")
     return 1 if report.failed else 0

@@ -11,8 +11,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from workbench.accuracy import metrics
-from workbench.accuracy.metrics import Verdict, compare_tensors
+from workbench.accuracy.metrics import compare_tensors
 from workbench.errors import WorkbenchError
+from workbench.results.verdict import Verdict
 
 
 def reference_metrics(test: np.ndarray, ref: np.ndarray) -> dict[str, float]:

@@ -49,4 +49,4 @@ def test_worst_prompt_decides():
 
 
 def test_json_round_trip():
-    assert GreedyOutput.from_json(BASE.to_json()) == BASE
+    assert GreedyOutput.from_dict(BASE.to_dict()) == BASE

@@ -28,8 +28,8 @@ order: [a, b, c, q]
 compare: {prompts: ["x"], max_tokens: 2}
 """
 
-GOOD = [GreedyOutput("x", (1, 2), (-0.1, -0.2), (((1, -0.1),), ((2, -0.2),)), "ok").to_json()]
-WRONG = [GreedyOutput("x", (7, 7), (-0.1, -0.2), (((7, -0.1),), ((7, -0.2),)), "no").to_json()]
+GOOD = [GreedyOutput("x", (1, 2), (-0.1, -0.2), (((1, -0.1),), ((2, -0.2),)), "ok").to_dict()]
+WRONG = [GreedyOutput("x", (7, 7), (-0.1, -0.2), (((7, -0.1),), ((7, -0.2),)), "no").to_dict()]
 
 
 class ScriptedProbe:

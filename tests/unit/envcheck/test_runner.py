@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.envcheck.fakes import board_with_firmware, build_ascend_tree, install_fake_npu_smi, make_ctx
 from workbench.cli import main
-from workbench.envcheck.report import checklist_table, fixes_table, to_frame, to_html, to_json, to_text
+from workbench.envcheck.report import checklist_table, fixes_table, to_dict, to_frame, to_html, to_text
 from workbench.envcheck.result import CheckResult, Group, Status
 from workbench.envcheck.runner import Report, run_checks
 
@@ -114,7 +114,7 @@ def test_report_renderings():
     frame = to_frame(report)
     assert list(frame.columns) == ["group", "name", "status", "observed", "expected", "fix"]
     assert frame["status"].tolist() == ["fail", "warn", "skip", "pass"]
-    data = json.loads(to_json(report))
+    data = json.loads(json.dumps(to_dict(report)))
     assert data["failed"] is True and data["summary"] == {"pass": 1, "skip": 1, "warn": 1, "fail": 1}
     assert fixes_table(report)["name"].tolist() == ["matrix.combination", "shm.size"]
     steps = checklist_table(report).set_index("command")["status"].to_dict()

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench.accuracy.metrics import Verdict
 from workbench.errors import WorkbenchError
 from workbench.evaluate.report import compare_runs, summarize_run, summary_table, write_summary
 from workbench.evaluate.store import RecordFile
 from workbench.evaluate.thresholds import load_thresholds
+from workbench.results.verdict import Verdict
 
 
 def write_run(out: Path, dataset: str, kind: str, model: str, problems: dict[str, dict]) -> None:
