@@ -1,8 +1,10 @@
 """`ascend-workbench`: the workbench's runners without Jupyter.
 
-Each verb lives in its own module under `workbench.verbs` and exposes `register(subparsers)`, which
-adds its sub-parser and sets `handler(args) -> exit code`. Verbs are discovered, so adding one is
-adding a file; this module only wires them together and turns user errors into one clear line.
+Each verb lives in its own module under `workbench.verbs` and declares `HELP` (one line for the verb
+list), optionally `DESCRIPTION`, and `add_arguments(parser)`, which adds its flags (the shared ones come
+from `workbench.verbs._common`) and sets `handler(args) -> exit code`. Verbs are discovered, so adding
+one is adding a file; this module creates their parsers, wires them together and turns user errors into
+one clear line.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     modules = _verb_modules()
     for verb in sorted(modules):
         if only is None or verb == only:
-            importlib.import_module(f"workbench.verbs.{modules[verb]}").register(subparsers)
+            module = importlib.import_module(f"workbench.verbs.{modules[verb]}")
+            description = getattr(module, "DESCRIPTION", None)
+            module.add_arguments(subparsers.add_parser(verb, help=module.HELP, description=description))
     return parser
 
 

@@ -21,10 +21,10 @@ from workbench.verbs._common import add_json_print
 RESULT_HELP = "bench --json files, sweep results.jsonl, compare-ops/compare-dumps --json reports"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "baseline", help="store results as a named baseline for `regress`; list, show, delete"
-    )
+HELP = "store results as a named baseline for `regress`; list, show, delete"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="baseline_action", metavar="ACTION")
     actions.required = True
 

@@ -57,13 +57,14 @@ def parse_goodput(pairs: list[str] | None) -> SLO:
     return SLO(**values)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="streaming load test: throughput, TTFT, TPOT, ITL, E2E (vllm bench serve definitions)",
-        description="Send streamed completions with exact input token lengths and fixed output lengths, at a "
-        "fixed concurrency or a Poisson/gamma request rate, and report vLLM-compatible metrics.",
-    )
+HELP = "streaming load test: throughput, TTFT, TPOT, ITL, E2E (vllm bench serve definitions)"
+DESCRIPTION = (
+    "Send streamed completions with exact input token lengths and fixed output lengths, at a "
+    "fixed concurrency or a Poisson/gamma request rate, and report vLLM-compatible metrics."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_source(parser)
     parser.add_argument("--input-len", type=int, required=True, help="prompt tokens per request (exact)")
     parser.add_argument("--output-len", type=int, required=True, help="output tokens per request (ignore_eos)")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+HELP = "baseline with every feature off, then each feature alone, cumulatively and in pairs"
+DESCRIPTION = (
+    "Feature-by-feature enabling on real vLLM servers started from RECIPE. Each step is "
+    "saved to OUT/steps.jsonl as it finishes; rerunning with the same --out resumes. Exit 1 when a "
+    "culprit is found or the baseline fails."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "bisect",
-        help="baseline with every feature off, then each feature alone, cumulatively and in pairs",
-        description="Feature-by-feature enabling on real vLLM servers started from RECIPE. Each step is "
-        "saved to OUT/steps.jsonl as it finishes; rerunning with the same --out resumes. Exit 1 when a "
-        "culprit is found or the baseline fails.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recipe", required=True, help="serving recipe (name in recipes/serving or a path)")
     parser.add_argument(
         "--features",

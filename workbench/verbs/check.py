@@ -11,15 +11,15 @@ from pathlib import Path
 
 from workbench.verbs._common import add_json_out
 
+HELP = "environment pre-flight: versions vs verified matrix, CANN, npu-smi, driver/firmware, device, /dev/shm"
+DESCRIPTION = (
+    "Check this machine against the verified vllm-ascend combinations and the "
+    "ten-minute pre-flight (docs/METHOD.md §2, §14). NPU items are skipped (with the reason) on machines without an NPU. "
+    "Exit code 1 when any check fails."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "check",
-        help="environment pre-flight: versions vs verified matrix, CANN, npu-smi, driver/firmware, device, /dev/shm",
-        description="Check this machine against the verified vllm-ascend combinations and the "
-        "ten-minute pre-flight (docs/METHOD.md §2, §14). NPU items are skipped (with the reason) on machines without an NPU. "
-        "Exit code 1 when any check fails.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_out(parser, "the report")
     parser.add_argument("--html", type=Path, metavar="OUT", help="write the report as a standalone HTML page to OUT")
     parser.add_argument(

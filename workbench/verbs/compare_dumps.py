@@ -21,13 +21,14 @@ _SHOWN = ["key", "test_dtype", "shape", "cosine", "max_abs_err", "max_rel_err", 
 _SHOWN_STATS = ["key", "test_dtype", "shape", "test_norm", "reference_norm", "norm_rel_diff", "verdict"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "compare-dumps",
-        help="compare two dumps (workbench, engine or msprobe) module by module",
-        description="Compare TEST (e.g. the NPU run) with REFERENCE (e.g. CPU float32): msprobe metrics and "
-        "verdicts per module output, the first diverging module and the NaN origin.",
-    )
+HELP = "compare two dumps (workbench, engine or msprobe) module by module"
+DESCRIPTION = (
+    "Compare TEST (e.g. the NPU run) with REFERENCE (e.g. CPU float32): msprobe metrics and "
+    "verdicts per module output, the first diverging module and the NaN origin."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("test", help="dump directory under test (workbench or msprobe)")
     parser.add_argument("reference", help="reference dump directory (workbench or msprobe)")
     add_json_out(parser, "the full table and summary")

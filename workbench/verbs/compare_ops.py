@@ -7,14 +7,14 @@ from pathlib import Path
 
 from workbench.verbs._common import add_json_out
 
+HELP = "run every registry op on a device vs its float32 native reference (msprobe verdicts)"
+DESCRIPTION = (
+    "Run the op suite (recipes/ops/*.yaml) on DEVICE in each case's dtype and compare with the "
+    "native implementation in float32 on CPU. Exit 1 when any case has verdict 'error'."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "compare-ops",
-        help="run every registry op on a device vs its float32 native reference (msprobe verdicts)",
-        description="Run the op suite (recipes/ops/*.yaml) on DEVICE in each case's dtype and compare with the "
-        "native implementation in float32 on CPU. Exit 1 when any case has verdict 'error'.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recipe", type=Path, action="append", default=[], help="op-suite YAML (repeatable)")
     parser.add_argument("--device", default="auto", help="auto (default), cpu, npu:0, cuda:0")
     parser.add_argument("--op", action="append", default=[], help="only this op (repeatable)")

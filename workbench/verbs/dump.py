@@ -23,16 +23,17 @@ from workbench.verbs._common import add_launch_options, parse_env_pairs, termina
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "dump",
-        help="capture per-module outputs for one prompt: of an HF model (--model) or a vLLM engine (--recipe)",
-        description="--model: run one forward pass of a Hugging Face causal LM and write every selected module's "
-        "output. --recipe: start the recipe's vLLM server with the plugin's dump switch on (ASCEND_BACKEND_DUMP, "
-        "eager mode), send the prompt greedily for --steps tokens, stop the server and leave the engine's dump "
-        "(prefill = step 0, one step per decoded token). Both write safetensors + manifest.json for "
-        "`compare-dumps`.",
-    )
+HELP = "capture per-module outputs for one prompt: of an HF model (--model) or a vLLM engine (--recipe)"
+DESCRIPTION = (
+    "--model: run one forward pass of a Hugging Face causal LM and write every selected module's "
+    "output. --recipe: start the recipe's vLLM server with the plugin's dump switch on (ASCEND_BACKEND_DUMP, "
+    "eager mode), send the prompt greedily for --steps tokens, stop the server and leave the engine's dump "
+    "(prefill = step 0, one step per decoded token). Both write safetensors + manifest.json for "
+    "`compare-dumps`."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--model", help="Hugging Face model directory (config.json, safetensors)")
     where.add_argument("--recipe", help="serving recipe (file or shipped name): dump from inside its vLLM engine")

@@ -24,15 +24,15 @@ from workbench.errors import WorkbenchError
 from workbench.results.files import write_text
 from workbench.verbs._common import add_json_out, add_server_source, server_from_args
 
+HELP = "accuracy on data sets (HumanEval, text, a JSONL file): NLL, greedy agreement, pass@1, verdicts"
+DESCRIPTION = (
+    "Measure a server on data sets: per-token NLL of reference continuations, greedy completions, "
+    "pass@1 of code in a sandbox; compare with an earlier run (--reference) against thresholds. Attaches to "
+    "--url (any OpenAI-compatible vLLM server, e.g. vllm-ascend) or launches --recipe and stops it afterwards."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "evaluate",
-        help="accuracy on data sets (HumanEval, text, a JSONL file): NLL, greedy agreement, pass@1, verdicts",
-        description="Measure a server on data sets: per-token NLL of reference continuations, greedy completions, "
-        "pass@1 of code in a sandbox; compare with an earlier run (--reference) against thresholds. Attaches to "
-        "--url (any OpenAI-compatible vLLM server, e.g. vllm-ascend) or launches --recipe and stops it afterwards.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_source(parser)
     parser.add_argument("--dataset", nargs="+", required=True, metavar="NAME|FILE",
                         help="humaneval, text, or a JSONL file (schema: workbench/evaluate/datasets.py)")  # fmt: skip

@@ -16,9 +16,10 @@ import json
 from workbench.embedded_models.api import DTYPES, Engine, GenerationRequest, generate
 from workbench.verbs._common import add_json_print
 
+HELP = "generate text from one prompt (greedy by default)"
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("generate", help="generate text from one prompt (greedy by default)")
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="tiny, smollm2, or a Hugging Face checkpoint directory")
     parser.add_argument("--prompt", required=True, help="the prompt text")
     parser.add_argument("--max-tokens", type=int, default=32, help="most tokens to generate (default 32)")

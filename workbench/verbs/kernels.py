@@ -17,15 +17,15 @@ import pandas as pd
 
 from workbench.verbs._common import add_json_out
 
+HELP = "the NPU kernel each op runs on this machine or a stored stack; --diff A B lists what changed"
+DESCRIPTION = (
+    "Show the kernel-selection table's choice per op and attention state (torch_npu kernel, argument "
+    "recipe, the row and its vllm-ascend source) for this machine or a stored stack; with --diff, the ops whose "
+    "kernel differs between two stacks (exit 1 when any does)."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "kernels",
-        help="the NPU kernel each op runs on this machine or a stored stack; --diff A B lists what changed",
-        description="Show the kernel-selection table's choice per op and attention state (torch_npu kernel, argument "
-        "recipe, the row and its vllm-ascend source) for this machine or a stored stack; with --diff, the ops whose "
-        "kernel differs between two stacks (exit 1 when any does).",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
         "--stack", type=Path, metavar="FILE", help="a lock file, a result file or a bare stack (JSON/YAML)"

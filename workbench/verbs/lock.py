@@ -15,11 +15,10 @@ from pathlib import Path
 
 from workbench.verbs._common import add_json_out
 
+HELP = "write the stack fingerprint + pip constraints; check a machine against it"
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "lock", help="write the stack fingerprint + pip constraints; check a machine against it"
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="lock_action", metavar="ACTION")
     actions.required = True
 

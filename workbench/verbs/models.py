@@ -21,8 +21,10 @@ from workbench.verbs._common import add_json_print
 ALL = "all"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("models", help="prepare the embedded models (tiny, smollm2) and list them")
+HELP = "prepare the embedded models (tiny, smollm2) and list them"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="models_action", metavar="ACTION")
     actions.required = True
 

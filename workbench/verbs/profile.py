@@ -31,16 +31,16 @@ from workbench.settings import run_dir
 from workbench.stack.provenance import provenance
 from workbench.verbs._common import add_json_out, add_no_progress, parse_env_pairs, terminate_as_interrupt
 
+HELP = "time shares (compute / communication / free), verdicts and top ops from a capture or a profile directory"
+DESCRIPTION = (
+    "With --recipe: start the recipe's vLLM server with its profiler configured, profile a fixed "
+    "workload between /start_profile and /stop_profile, stop the server and analyse the traces. With PATH: "
+    "analyse an existing torch_npu (*_ascend_pt), msprof (mindstudio_profiler_output), msprof-analyze "
+    "(cluster_step_trace_time.csv) or torch.profiler (*.pt.trace.json[.gz]) output."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "profile",
-        help="time shares (compute / communication / free), verdicts and top ops from a capture or a profile directory",
-        description="With --recipe: start the recipe's vLLM server with its profiler configured, profile a fixed "
-        "workload between /start_profile and /stop_profile, stop the server and analyse the traces. With PATH: "
-        "analyse an existing torch_npu (*_ascend_pt), msprof (mindstudio_profiler_output), msprof-analyze "
-        "(cluster_step_trace_time.csv) or torch.profiler (*.pt.trace.json[.gz]) output.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", type=Path, help="an existing profile directory or trace file to analyse")
     parser.add_argument("--recipe", help="capture: a serving recipe (file or shipped name, e.g. cpu-tiny)")
     parser.add_argument(

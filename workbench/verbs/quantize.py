@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+HELP = "make a W8A8 checkpoint (msmodelslim or compressed-tensors)"
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("quantize", help="make a W8A8 checkpoint (msmodelslim or compressed-tensors)")
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="tiny, smollm2, or a float Hugging Face checkpoint directory")
     parser.add_argument(
         "--scheme",

@@ -15,15 +15,15 @@ from pathlib import Path
 
 from workbench.verbs._common import add_json_out
 
+HELP = "compare results with a stored baseline; exit 1 on a regression"
+DESCRIPTION = (
+    "Compare RESULT files (bench --json, sweep results.jsonl, compare-ops/compare-dumps --json) "
+    "with the baseline NAME metric by metric. A change counts when it is beyond its threshold "
+    "(policy/regress/thresholds.yaml) and, with repeats on both sides, larger than the run-to-run spread of both."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "regress",
-        help="compare results with a stored baseline; exit 1 on a regression",
-        description="Compare RESULT files (bench --json, sweep results.jsonl, compare-ops/compare-dumps --json) "
-        "with the baseline NAME metric by metric. A change counts when it is beyond its threshold "
-        "(policy/regress/thresholds.yaml) and, with repeats on both sides, larger than the run-to-run spread of both.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, metavar="NAME", help="a baseline stored with `baseline save`")
     parser.add_argument("results", nargs="+", type=Path, metavar="RESULT", help="result files of the runs to judge")
     parser.add_argument(

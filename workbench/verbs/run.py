@@ -11,14 +11,14 @@ import yaml
 from workbench import settings
 from workbench.errors import WorkbenchError
 
+HELP = "execute all notebooks headless (papermill) into runs/notebooks/<UTC stamp>/ with HTML and index.html"
+DESCRIPTION = (
+    "Execute the guided notebooks in order with their default parameters (the embedded "
+    "default: tiny model, CPU). Writes executed notebooks, HTML and index.html; exits 1 if any cell fails."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "run",
-        help="execute all notebooks headless (papermill) into runs/notebooks/<UTC stamp>/ with HTML and index.html",
-        description="Execute the guided notebooks in order with their default parameters (the embedded "
-        "default: tiny model, CPU). Writes executed notebooks, HTML and index.html; exits 1 if any cell fails.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notebooks", type=Path, default=None, help="notebook directory (default: notebooks/)")
     parser.add_argument(
         "--out",

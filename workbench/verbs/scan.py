@@ -13,17 +13,17 @@ from pathlib import Path
 
 from workbench.verbs._common import add_json_out, add_no_progress
 
+HELP = "static scan of a service's code for CUDA dependencies, each mapped to its Ascend counterpart"
+DESCRIPTION = (
+    "Scan directories or files (Python by AST; shell, YAML/JSON/TOML, requirements and lock "
+    "files, Dockerfiles, CMake, C/C++ and .cu sources by line rules) for what ties them to CUDA. Each "
+    "finding carries its Ascend counterpart, a severity (works under transfer_to_npu / needs a change / "
+    "blocks / unknown) and the workbench step that verifies it, from policy/scan/cuda-mapping.yaml. "
+    "Nothing scanned is imported or executed (docs/METHOD.md §1)."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "scan",
-        help="static scan of a service's code for CUDA dependencies, each mapped to its Ascend counterpart",
-        description="Scan directories or files (Python by AST; shell, YAML/JSON/TOML, requirements and lock "
-        "files, Dockerfiles, CMake, C/C++ and .cu sources by line rules) for what ties them to CUDA. Each "
-        "finding carries its Ascend counterpart, a severity (works under transfer_to_npu / needs a change / "
-        "blocks / unknown) and the workbench step that verifies it, from policy/scan/cuda-mapping.yaml. "
-        "Nothing scanned is imported or executed (docs/METHOD.md §1).",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="directories or files to scan")
     add_json_out(parser, "summary, findings and problems")
     parser.add_argument("--csv", type=Path, metavar="OUT", help="write one row per finding as CSV")

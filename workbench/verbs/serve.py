@@ -9,14 +9,14 @@ from workbench.recipes import load_serving_recipe
 from workbench.serving.api import ServerFailure, launch
 from workbench.verbs._common import add_launch_options, launch_extras, terminate_as_interrupt
 
+HELP = "start a vLLM server from a recipe and keep it up until Ctrl-C"
+DESCRIPTION = (
+    "Start `python -m vllm.entrypoints.openai.api_server` from a serving recipe on 127.0.0.1 "
+    "and a free port; print its URL; stop the whole process group on Ctrl-C."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "serve",
-        help="start a vLLM server from a recipe and keep it up until Ctrl-C",
-        description="Start `python -m vllm.entrypoints.openai.api_server` from a serving recipe on 127.0.0.1 "
-        "and a free port; print its URL; stop the whole process group on Ctrl-C.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recipe", required=True, help="serving recipe file or shipped name (e.g. cpu-tiny)")
     add_launch_options(parser)
     parser.set_defaults(handler=run)

@@ -11,14 +11,14 @@ import argparse
 from workbench.serving.api import DEFAULT_PROMPT, run_smoke
 from workbench.verbs._common import add_json_out, add_server_source, server_from_args
 
+HELP = "send the first requests (models, chat, streamed completion) and judge the answers"
+DESCRIPTION = (
+    "Attach to --url or launch --recipe, then check /v1/models, one chat completion and one "
+    "streamed completion (non-empty text, finish reason, usage). A launched server is always stopped."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "smoke",
-        help="send the first requests (models, chat, streamed completion) and judge the answers",
-        description="Attach to --url or launch --recipe, then check /v1/models, one chat completion and one "
-        "streamed completion (non-empty text, finish reason, usage). A launched server is always stopped.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_source(parser)
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="chat prompt (default: %(default)r)")
     parser.add_argument("--max-tokens", type=int, default=32)

@@ -19,14 +19,14 @@ from pathlib import Path
 from workbench.settings import run_dir
 from workbench.verbs._common import add_no_progress
 
+HELP = "tuning sweep over engine arguments: Pareto fronts, best under SLO, diagnosis, HTML report"
+DESCRIPTION = (
+    "Start a vLLM server per configuration of a sweep spec (recipes/sweeps/*.yaml), run its "
+    "workloads, scrape /metrics, and store each point as it finishes; rerun to resume."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "sweep",
-        help="tuning sweep over engine arguments: Pareto fronts, best under SLO, diagnosis, HTML report",
-        description="Start a vLLM server per configuration of a sweep spec (recipes/sweeps/*.yaml), run its "
-        "workloads, scrape /metrics, and store each point as it finishes; rerun to resume.",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", required=True, help="sweep spec: a path or a shipped name such as cpu-tiny")
     parser.add_argument("--out", type=Path, help="output directory (default: runs/sweeps/<spec name>)")
     parser.add_argument(

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from workbench.verbs._common import add_json_out, write_json_out
 
+HELP = "name the first failing rank, operator and error code in Ascend logs, with cause, fix and verify step"
+DESCRIPTION = (
+    "Triage vLLM server logs, worker/rank logs, CANN plog directories and collect_env output "
+    "together: every CANN / AscendCL / aclnn / torch_npu / HCCL error code is looked up in "
+    "policy/triage/error_codes.yaml; events of all files are ordered in time and the first error is explained "
+    "(docs/METHOD.md §6, §9)."
+)
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "triage",
-        help="name the first failing rank, operator and error code in Ascend logs, with cause, fix and verify step",
-        description="Triage vLLM server logs, worker/rank logs, CANN plog directories and collect_env output "
-        "together: every CANN / AscendCL / aclnn / torch_npu / HCCL error code is looked up in "
-        "policy/triage/error_codes.yaml; events of all files are ordered in time and the first error is explained "
-        "(docs/METHOD.md §6, §9).",
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=Path, metavar="LOG_OR_DIR", help="log files or directories (walked)")
     add_json_out(parser, "the whole report (every event)")
     parser.add_argument(

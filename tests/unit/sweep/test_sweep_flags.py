@@ -13,8 +13,8 @@ from workbench.verbs import sweep as sweep_verb
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    sweep_verb.register(parser.add_subparsers())
-    return parser.parse_args(["sweep", "--spec", "cpu-tiny", *argv])
+    sweep_verb.add_arguments(parser)
+    return parser.parse_args(["--spec", "cpu-tiny", *argv])
 
 
 def test_flags_make_the_execution():
