@@ -11,7 +11,8 @@ import logging as _logging
 import os as _os
 import sys as _sys
 
-from ascend_backend import attention, device, envs, ops, registry  # attention: registers its ops too
+from ascend_backend import attention, envs, ops, registry  # attention: registers its ops too
+from ascend_backend.npu import device
 from ascend_backend.registry import REGISTRY
 
 

@@ -17,7 +17,7 @@ that calls `REGISTRY.dispatch(name, device, ...)`. The registry:
   tool of the workbench is tested against.
 
 Which torch_npu kernel an NPU implementation calls is not the registry's choice: the adapter asks the
-kernel-selection table (`ascend_backend.kernels`) per call, and its `supports` guard sends the call to
+kernel-selection table (`ascend_backend.npu.kernels`) per call, and its `supports` guard sends the call to
 native where the table says vllm-ascend runs no torch_npu kernel. `describe()` shows that choice next to
 the backend (`npu_kernel`, `kernel_row`), so "npu" always comes with the kernel and the row that chose it.
 
@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ascend_backend import envs
-from ascend_backend.device import DeviceKind, kind_of, npu_status
 from ascend_backend.faults import FaultKind, FaultSpec, corrupt, parse_fault_specs
+from ascend_backend.npu.device import kind_of, npu_status
+from ascend_backend.npu.kinds import DeviceKind
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -427,11 +428,11 @@ class OpRegistry:
     def describe(self, device: DeviceKind | torch.device | str | None = None) -> pd.DataFrame:
         """Table (op, chosen, available, registered, reason, calls, faulted, npu_kernel, kernel_row) for
         `device` (default: detected). The last two are the kernel-selection table's choice for an NPU on this
-        stack (ascend_backend.kernels), shown on every device so a CPU machine can say what an NPU would run."""
+        stack (ascend_backend.npu.kernels), shown on every device so a CPU machine can say what an NPU would run."""
         import pandas as pd
 
-        from ascend_backend import kernels
-        from ascend_backend.device import detect
+        from ascend_backend.npu import kernels
+        from ascend_backend.npu.device import detect
 
         kind = detect().kind if device is None else (device if isinstance(device, DeviceKind) else kind_of(device))
         rows = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 import ascend_backend
-from ascend_backend.device import DeviceKind, detect
+from ascend_backend.npu.device import detect
+from ascend_backend.npu.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 
 

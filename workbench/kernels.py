@@ -26,8 +26,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from ascend_backend import kernels
-from ascend_backend.kernels import CallFacts, GraphMode, KernelChoice, SelectionContext
+from ascend_backend.npu import kernels
+from ascend_backend.npu.kernels import CallFacts, GraphMode, KernelChoice, SelectionContext
 from workbench.errors import WorkbenchError
 
 
@@ -198,7 +198,7 @@ def device_checks() -> list:
     """Pre-flight items for a machine with torch_npu installed (call only there: this imports torch_npu):
     `device.atb` (NNAL/ATB loads; op-plugin would only fail at the first `_npu_*` call) and
     `device.kernels` (the release, chip and graph mode the selection sees, and the attention kernels)."""
-    from ascend_backend import device
+    from ascend_backend.npu import device
     from workbench.envcheck.result import Group, failed, passed, skipped
 
     status = device.npu_status()

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 import ascend_backend
-from ascend_backend.device import detect
+from ascend_backend.npu.device import detect
 from ascend_backend.registry import REGISTRY
 from workbench.devices import resolve_device
 from workbench.dtypes import parse_dtype

@@ -1,6 +1,6 @@
 """NPU adapters: each attention op makes the torch_npu call vllm-ascend makes for its release, chip and state.
 
-Which call is the kernel-selection table's answer (`ascend_backend.kernels.choose(op, CallFacts(...))`,
+Which call is the kernel-selection table's answer (`ascend_backend.npu.kernels.choose(op, CallFacts(...))`,
 rows cited from vllm_ascend/attention/attention_v1.py and device/device_op.py per tag); this module only
 builds the arguments of each recipe, as vllm-ascend builds them:
 
@@ -32,10 +32,10 @@ from collections.abc import Callable
 
 import torch
 
-from ascend_backend import kernels
 from ascend_backend.attention.layout import KVCacheDims
-from ascend_backend.device import torch_npu
-from ascend_backend.kernels import CallFacts
+from ascend_backend.npu import kernels
+from ascend_backend.npu.device import torch_npu
+from ascend_backend.npu.kernels import CallFacts
 from ascend_backend.registry import REGISTRY, Backend
 
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16)

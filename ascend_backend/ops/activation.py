@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ascend_backend import kernels
-from ascend_backend.device import torch_npu
+from ascend_backend.npu import kernels
+from ascend_backend.npu.device import torch_npu
 from ascend_backend.registry import REGISTRY, Backend
 
 QUICK_GELU_ALPHA = 1.702  # QuickGELU's sigmoid slope (CLIP; vLLM QuickGELU.forward_native)

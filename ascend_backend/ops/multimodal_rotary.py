@@ -22,9 +22,9 @@ from collections.abc import Sequence
 
 import torch
 
-from ascend_backend import kernels
-from ascend_backend.device import torch_npu
-from ascend_backend.kernels import CallFacts
+from ascend_backend.npu import kernels
+from ascend_backend.npu.device import torch_npu
+from ascend_backend.npu.kernels import CallFacts
 from ascend_backend.ops.rotary import _rotate
 from ascend_backend.registry import REGISTRY, Backend
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from ascend_backend import kernels
-from ascend_backend.device import torch_npu
+from ascend_backend.npu import kernels
+from ascend_backend.npu.device import torch_npu
 from ascend_backend.registry import REGISTRY, Backend
 
 _RMS_DOC = "y = x / sqrt(mean(x^2) + eps) * weight over the last dim (fp32 inside)"

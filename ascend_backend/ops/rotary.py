@@ -8,7 +8,7 @@ Worked example, head_size 4, neox, one head x = [a, b, c, d] at position p, cos/
     gpt-j pairs (a, b) and (c, d):  [a c0 - b s0, b c0 + a s0, c c1 - d s1, d c1 + c s1]
 
 The NPU adapter makes the call the kernel-selection table names for this vllm-ascend release
-(`ascend_backend.kernels`, rows cited from vllm_ascend/ops/rotary_embedding.py per tag):
+(`ascend_backend.npu.kernels`, rows cited from vllm_ascend/ops/rotary_embedding.py per tag):
 
     atb_rope              _npu_rotary_embedding(positions, q2d, k2d, head_size, cache, is_neox), in place on copies
     apply_rotary_pos_emb  npu_apply_rotary_pos_emb(q[1,T,H,D], k, cos[1,T,1,D], sin), neox with 128-wide heads
@@ -32,9 +32,9 @@ from collections import OrderedDict
 
 import torch
 
-from ascend_backend import kernels
-from ascend_backend.device import torch_npu
-from ascend_backend.kernels import CallFacts
+from ascend_backend.npu import kernels
+from ascend_backend.npu.device import torch_npu
+from ascend_backend.npu.kernels import CallFacts
 from ascend_backend.registry import REGISTRY, Backend
 
 logger = logging.getLogger("ascend_backend.ops.rotary")

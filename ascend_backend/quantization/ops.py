@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_backend.device import torch_npu
+from ascend_backend.npu.device import torch_npu
 from ascend_backend.quantization.arithmetic import (
     int8_matmul,
     pack_deq_scale,

@@ -116,7 +116,7 @@ def tail(text: str, lines: int = 8, chars: int = 1500) -> str:
 
 def judge_probe(outcome: ProbeOutcome, timeout_s: float) -> CheckResult:
     """Turn a finished (or killed) probe into a check result."""
-    from ascend_backend.device import classify_npu_import_error
+    from ascend_backend.npu.device import classify_npu_import_error
 
     name = "device.init_probe"
     expected = (

@@ -21,7 +21,7 @@ from workbench.envcheck.presence import NpuPresence
 from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped, warned
 
 if TYPE_CHECKING:  # importing ascend_backend.device imports torch; the caller has already done so
-    from ascend_backend.device import NpuStatus
+    from ascend_backend.npu.kinds import NpuStatus
 
 G = Group.VERSIONS
 MIN_PYTHON = Version("3.10")  # pyproject's requires-python
@@ -171,7 +171,7 @@ def check_torch_npu(stack: InstalledStack, npu: NpuStatus | None, presence: NpuP
             "torch_npu of your matrix row",
             "pip install torch-npu==<row> (see the matrix check for the row)",
         )
-    from ascend_backend.device import NpuUnavailable  # already imported by whoever made `npu`
+    from ascend_backend.npu.kinds import NpuUnavailable  # already imported by whoever made `npu`
 
     if npu is None:
         raise ValueError("check_torch_npu needs the npu_status() of an installed torch_npu")

@@ -370,7 +370,8 @@ class DevicePool:
 
 def device_count(kind: Device) -> int:
     """How many cards of `kind` the runtime sees here: the default device list when no variable names them."""
-    from ascend_backend.device import DeviceKind, detect
+    from ascend_backend.npu.device import detect
+    from ascend_backend.npu.kinds import DeviceKind
 
     info = detect()
     if info.kind.value != kind.value or info.kind is DeviceKind.CPU:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ascend_backend.attention import ATTENTION_OPS, npu
-from ascend_backend.device import npu_status
+from ascend_backend.npu.device import npu_status
 from ascend_backend.registry import REGISTRY, Backend
 
 

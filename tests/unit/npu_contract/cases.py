@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from packaging.version import Version
 
-from ascend_backend import kernels
-from ascend_backend.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
-from ascend_backend.kernels.table import releases
+from ascend_backend.npu import kernels
+from ascend_backend.npu.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
+from ascend_backend.npu.kernels.table import releases
 from tests.unit.npu_contract.schema import branch_for
 
 DEVICE = torch.device("meta")

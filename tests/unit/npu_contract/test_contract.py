@@ -14,10 +14,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-import ascend_backend.device as device_mod
+import ascend_backend.npu.device as device_mod
 import ascend_backend.ops.rotary as rotary_mod
-from ascend_backend.device import NpuStatus, NpuUnavailable
-from ascend_backend.kernels import OVERRIDE_VAR
+from ascend_backend.npu.kernels import OVERRIDE_VAR
+from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
 from ascend_backend.registry import REGISTRY, Backend
 from tests.unit.npu_contract.cases import DEVICE, Case, all_cases_by_dtype, cases, inputs, torch_minor
 from tests.unit.npu_contract.rules import problems
@@ -59,7 +59,7 @@ def _run(case: Case, dtype: torch.dtype, stand_in, monkeypatch) -> tuple[StandIn
 
 def test_every_row_is_reachable_and_has_cases():
     ids = {c.row.id for c in cases()}
-    from ascend_backend.kernels import kernel_table
+    from ascend_backend.npu.kernels import kernel_table
 
     assert ids == {r.id for r in kernel_table()}
 

@@ -10,7 +10,7 @@ import ascend_backend.ops.activation as activation
 import ascend_backend.ops.multimodal_rotary as multimodal_rotary
 import ascend_backend.ops.norm as norm
 import ascend_backend.ops.rotary as rotary
-from ascend_backend.kernels import RECIPES, kernel_table, releases
+from ascend_backend.npu.kernels import RECIPES, kernel_table, releases
 from tests.conftest import REPO_ROOT
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-import ascend_backend.device as device_mod
+import ascend_backend.npu.device as device_mod
 import ascend_backend.ops.rotary as rotary_mod
-from ascend_backend.device import NpuStatus, NpuUnavailable
+from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
 from ascend_backend.ops.rotary import AtbRopeCache, build_cos_sin_cache, rotary_embedding_npu
 from tests.unit.npu_contract.rules import problems
 from tests.unit.npu_contract.schema import signatures

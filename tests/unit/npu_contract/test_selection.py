@@ -9,8 +9,16 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from ascend_backend.kernels import CallFacts, ChipFamily, GraphMode, SelectionContext, kernel_table, releases, select
-from ascend_backend.kernels.recipes import RECIPES, STATES
+from ascend_backend.npu.kernels import (
+    CallFacts,
+    ChipFamily,
+    GraphMode,
+    SelectionContext,
+    kernel_table,
+    releases,
+    select,
+)
+from ascend_backend.npu.kernels.recipes import RECIPES, STATES
 
 ATTENTION = list(STATES)
 TYPICAL = CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24))
