@@ -1,7 +1,9 @@
 """Op registry: op name -> implementations per backend, one choice per (op, device), fallbacks logged.
 
-Every op of the backend (norms, activations, rotary, linear, attention kernels) is a plain function
-that calls `REGISTRY.dispatch(name, device, ...)`. The registry:
+Every op of the backend (norms, activations, rotary, linear, attention kernels) is declared once, as a
+typed function without a body (`@REGISTRY.declare`, see `ascend_backend.signatures`); the declaration
+becomes the op's public function, which calls `REGISTRY.dispatch(name, device, ...)` with every argument.
+The registry:
 
 - holds up to four implementations per op: `native` (PyTorch; runs everywhere and is the accuracy
   reference), `npu` (a torch_npu kernel), `cuda`, and `vllm_cpu` (a compiled CPU kernel of the vLLM
@@ -46,6 +48,7 @@ from ascend_backend import envs
 from ascend_backend.faults import FaultKind, FaultSpec, corrupt, parse_fault_specs
 from ascend_backend.npu.device import kind_of, npu_status
 from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.signatures import OpSignature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -160,12 +163,44 @@ class OpRegistry:
         self._call_fallbacks: set[tuple[str, Backend, str]] = set()
         self._faults: list[FaultHandle] = []
         self._links: dict[str, frozenset[str]] = {}
+        self._signatures: dict[str, OpSignature] = {}
 
     def _forget_choices(self) -> None:
         self._choices.clear()
         self._routes.clear()
 
-    # ----------------------------------------------------------------- registration
+    # ----------------------------------------------------------------- declaration and registration
+    def declare(
+        self, declaration: Callable[..., Any] | None = None, *, device: str | None = None, name: str | None = None
+    ) -> Callable[..., Any]:
+        """Decorator on an op's declaration (typed parameters, docstring, no body); returns the op's function.
+
+        `@REGISTRY.declare` or `@REGISTRY.declare(device="query")`: the call runs where that parameter's
+        tensor lives (default: the first parameter). The op's name is the function's, or `name`.
+        """
+
+        def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            signature = OpSignature.of(name or fn.__name__, fn, device)
+            op = signature.op
+            if op in self._signatures:
+                raise ValueError(f"op {op!r} is declared twice: {self._signatures[op].where} and {signature.where}")
+            entry = self._ops.setdefault(op, OpEntry(op, signature.doc))
+            for backend, impl in entry.impls.items():
+                signature.check(impl, f"the {backend.value} implementation")
+            if not entry.doc:
+                self._ops[op] = OpEntry(op, signature.doc, entry.impls, entry.supports)
+            self._signatures[op] = signature
+            return signature.public_function(self.dispatch)
+
+        return decorator if declaration is None else decorator(declaration)
+
+    def signature(self, op: str) -> OpSignature:
+        """The op's declaration (its parameters, device parameter and doc)."""
+        self.entry(op)
+        if op not in self._signatures:
+            raise UnknownOpError(f"op {op!r} has implementations but no declaration (REGISTRY.declare)")
+        return self._signatures[op]
+
     def register(
         self,
         op: str,
@@ -174,9 +209,15 @@ class OpRegistry:
         doc: str = "",
         supports: Callable[..., str | None] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: `@REGISTRY.register("rms_norm", Backend.NPU)` on an implementation."""
+        """Decorator: `@REGISTRY.register("rms_norm", Backend.NPU)` on an implementation.
+
+        A declared op's implementation takes exactly its declared parameters, in order, without defaults of
+        its own (the op's function passes every argument); a mismatch raises TypeError here.
+        """
 
         def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if op in self._signatures:
+                self._signatures[op].check(fn, f"the {backend.value} implementation {fn.__qualname__}")
             entry = self._ops.setdefault(op, OpEntry(op, doc))
             if doc and not entry.doc:
                 self._ops[op] = entry = OpEntry(op, doc, entry.impls, entry.supports)
@@ -465,6 +506,7 @@ class OpRegistry:
 REGISTRY = OpRegistry()
 
 # Module-level conveniences: the registry's verbs without spelling REGISTRY.
+declare = REGISTRY.declare
 register = REGISTRY.register
 dispatch = REGISTRY.dispatch
 select = REGISTRY.select
@@ -485,6 +527,7 @@ __all__ = [
     "UnknownOpError",
     "attach_module_names",
     "current_module",
+    "declare",
     "describe",
     "dispatch",
     "forced_native",

@@ -21,24 +21,24 @@ from ascend_backend.registry import REGISTRY, Backend
 QUICK_GELU_ALPHA = 1.702  # QuickGELU's sigmoid slope (CLIP; vLLM QuickGELU.forward_native)
 
 
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    """x: [..., 2*d] = [gate | up] -> silu(gate) * up: [..., d]."""
-    return REGISTRY.dispatch("silu_and_mul", x.device, x)
+@REGISTRY.declare
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:  # x: [..., 2*d] = [gate | up] -> [..., d]
+    """silu(x[..., :d]) * x[..., d:]: the SwiGLU gate."""
 
 
+@REGISTRY.declare
 def gelu(x: torch.Tensor) -> torch.Tensor:
-    """Exact GELU: x * Phi(x)."""
-    return REGISTRY.dispatch("gelu", x.device, x)
+    """Exact GELU: 0.5 x (1 + erf(x / sqrt 2))."""
 
 
+@REGISTRY.declare
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """GELU with the tanh approximation used by GPT-2-style models."""
-    return REGISTRY.dispatch("gelu_tanh", x.device, x)
+    """GELU with the tanh approximation of GPT-2-style models: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
 
 
+@REGISTRY.declare
 def quick_gelu(x: torch.Tensor) -> torch.Tensor:
     """QuickGELU: x * sigmoid(1.702 x), computed in float32 and returned in x's dtype."""
-    return REGISTRY.dispatch("quick_gelu", x.device, x)
 
 
 def _even_last_dim(x: torch.Tensor) -> str | None:
@@ -50,26 +50,26 @@ def _table_says_native(op: str) -> str | None:
     return choice.reason if choice.native else None
 
 
-@REGISTRY.register("silu_and_mul", Backend.NATIVE, doc="silu(x[..., :d]) * x[..., d:]")
-def silu_and_mul_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("silu_and_mul", Backend.NATIVE)
+def silu_and_mul_native(x):
     if _even_last_dim(x):
         raise ValueError(f"silu_and_mul: {_even_last_dim(x)}")
     d = x.shape[-1] // 2
     return F.silu(x[..., :d]) * x[..., d:]
 
 
-@REGISTRY.register("gelu", Backend.NATIVE, doc="0.5 x (1 + erf(x / sqrt 2))")
-def gelu_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("gelu", Backend.NATIVE)
+def gelu_native(x):
     return F.gelu(x)
 
 
-@REGISTRY.register("gelu_tanh", Backend.NATIVE, doc="0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))")
-def gelu_tanh_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("gelu_tanh", Backend.NATIVE)
+def gelu_tanh_native(x):
     return F.gelu(x, approximate="tanh")
 
 
-@REGISTRY.register("quick_gelu", Backend.NATIVE, doc="x * sigmoid(1.702 x) (fp32 inside)")
-def quick_gelu_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("quick_gelu", Backend.NATIVE)
+def quick_gelu_native(x):
     # float32 inside, one rounding at the end: computed in bfloat16 the product of two rounded factors
     # drifts beyond msprobe's bf16 error threshold, which no kernel does.
     x32 = x.float()

@@ -16,11 +16,15 @@ from ascend_backend.quantization import ops as _quantized_ops  # noqa: F401 - re
 from ascend_backend.registry import REGISTRY, Backend
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x: [..., in], weight: [out, in], bias: [out] | None -> [..., out]."""
-    return REGISTRY.dispatch("linear", x.device, x, weight, bias)
+@REGISTRY.declare
+def linear(
+    x: torch.Tensor,  # [..., in]
+    weight: torch.Tensor,  # [out, in]
+    bias: torch.Tensor | None = None,  # [out]
+) -> torch.Tensor:  # [..., out]
+    """x @ weight.T + bias (aten matmul; CANN matmul on NPU)."""
 
 
-@REGISTRY.register("linear", Backend.NATIVE, doc="x @ weight.T + bias (aten matmul; CANN matmul on NPU)")
-def linear_native(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+@REGISTRY.register("linear", Backend.NATIVE)
+def linear_native(x, weight, bias):
     return F.linear(x, weight, bias)

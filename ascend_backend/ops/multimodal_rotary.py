@@ -31,19 +31,17 @@ from ascend_backend.registry import REGISTRY, Backend
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 
 
+@REGISTRY.declare(device="query")
 def mrope(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
+    positions: torch.Tensor,  # [3, T] (t, h, w rows) or [T] (text only: plain RoPE)
+    query: torch.Tensor,  # [T, Hq*D]
+    key: torch.Tensor | None,  # [T, Hk*D] or None
     head_size: int,
-    cos_sin_cache: torch.Tensor,
-    mrope_section: Sequence[int],
+    cos_sin_cache: torch.Tensor,  # [max_position, rotary_dim] = [cos | sin]
+    mrope_section: Sequence[int],  # three chunks of the rotary_dim/2 frequencies, summing to it
     is_neox: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """positions: [3, T] or [T]; query: [T, Hq*D]; key: [T, Hk*D] or None. Returns rotated (query, key)."""
-    return REGISTRY.dispatch(
-        "mrope", query.device, positions, query, key, head_size, cos_sin_cache, tuple(mrope_section), is_neox
-    )
+) -> tuple[torch.Tensor, torch.Tensor | None]:  # rotated (query, key), input shapes and dtypes
+    """M-RoPE: t/h/w position rows per frequency section, neox rotation."""
 
 
 def _section_cos_sin(
@@ -62,16 +60,8 @@ def _section_cos_sin(
     return cos, sin
 
 
-@REGISTRY.register("mrope", Backend.NATIVE, doc="M-RoPE: t/h/w position rows per frequency section, neox rotation")
-def mrope_native(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
-    head_size: int,
-    cos_sin_cache: torch.Tensor,
-    mrope_section: Sequence[int],
-    is_neox: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+@REGISTRY.register("mrope", Backend.NATIVE)
+def mrope_native(positions, query, key, head_size, cos_sin_cache, mrope_section, is_neox):
     if positions.dim() not in (1, 2) or (positions.dim() == 2 and positions.shape[0] != 3):
         raise ValueError(f"mrope positions must be [T] or [3, T], got {list(positions.shape)}")
     cos, sin = _section_cos_sin(positions, cos_sin_cache, mrope_section)

@@ -19,34 +19,43 @@ from ascend_backend.npu import kernels
 from ascend_backend.npu.device import torch_npu
 from ascend_backend.registry import REGISTRY, Backend
 
-_RMS_DOC = "y = x / sqrt(mean(x^2) + eps) * weight over the last dim (fp32 inside)"
-_ADD_DOC = "r = x + residual; y = rms_norm(r); returns (y, r)"
-_GEMMA_DOC = "y = (x / sqrt(mean(x^2) + eps) * (1 + weight)) in fp32, then cast"
-_GEMMA_ADD_DOC = "r = x + residual; y = gemma_rms_norm(r); returns (y, r)"
+
+@REGISTRY.declare
+def rms_norm(
+    x: torch.Tensor,  # [..., hidden]
+    weight: torch.Tensor,  # [hidden]
+    eps: float = 1e-6,
+) -> torch.Tensor:  # [..., hidden] in x's dtype
+    """y = x / sqrt(mean(x^2) + eps) * weight over the last dim (fp32 inside)."""
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """x: [..., hidden], weight: [hidden] -> [..., hidden] in x's dtype."""
-    return REGISTRY.dispatch("rms_norm", x.device, x, weight, eps)
-
-
+@REGISTRY.declare
 def add_rms_norm(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """x, residual: [..., hidden] -> (rms_norm(x + residual), x + residual), both in x's dtype."""
-    return REGISTRY.dispatch("add_rms_norm", x.device, x, residual, weight, eps)
+    x: torch.Tensor,  # [..., hidden]
+    residual: torch.Tensor,  # [..., hidden]
+    weight: torch.Tensor,  # [hidden]
+    eps: float = 1e-6,
+) -> tuple[torch.Tensor, torch.Tensor]:  # (rms_norm(x + residual), x + residual), both in x's dtype
+    """r = x + residual; y = rms_norm(r); returns (y, r)."""
 
 
-def gemma_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Gemma RMSNorm: x: [..., hidden], weight: [hidden] (stored as scale - 1) -> [..., hidden] in x's dtype."""
-    return REGISTRY.dispatch("gemma_rms_norm", x.device, x, weight, eps)
+@REGISTRY.declare
+def gemma_rms_norm(
+    x: torch.Tensor,  # [..., hidden]
+    weight: torch.Tensor,  # [hidden], stored as scale - 1
+    eps: float = 1e-6,
+) -> torch.Tensor:  # [..., hidden] in x's dtype
+    """y = (x / sqrt(mean(x^2) + eps) * (1 + weight)) in fp32, then cast (Gemma RMSNorm)."""
 
 
+@REGISTRY.declare
 def gemma_add_rms_norm(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """x, residual: [..., hidden] -> (gemma_rms_norm(x + residual), x + residual), both in x's dtype."""
-    return REGISTRY.dispatch("gemma_add_rms_norm", x.device, x, residual, weight, eps)
+    x: torch.Tensor,  # [..., hidden]
+    residual: torch.Tensor,  # [..., hidden]
+    weight: torch.Tensor,  # [hidden], stored as scale - 1
+    eps: float = 1e-6,
+) -> tuple[torch.Tensor, torch.Tensor]:  # (gemma_rms_norm(x + residual), x + residual), both in x's dtype
+    """r = x + residual; y = gemma_rms_norm(r); returns (y, r)."""
 
 
 def _normalise(x32: torch.Tensor, weight: torch.Tensor, eps: float, dtype: torch.dtype) -> torch.Tensor:
@@ -59,28 +68,24 @@ def _normalise_gemma(x32: torch.Tensor, weight: torch.Tensor, eps: float, dtype:
     return (x32 * torch.rsqrt(variance + eps) * (1.0 + weight.float())).to(dtype)
 
 
-@REGISTRY.register("rms_norm", Backend.NATIVE, doc=_RMS_DOC)
-def rms_norm_native(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+@REGISTRY.register("rms_norm", Backend.NATIVE)
+def rms_norm_native(x, weight, eps):
     return _normalise(x.float(), weight, eps, x.dtype)
 
 
-@REGISTRY.register("add_rms_norm", Backend.NATIVE, doc=_ADD_DOC)
-def add_rms_norm_native(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
-) -> tuple[torch.Tensor, torch.Tensor]:
+@REGISTRY.register("add_rms_norm", Backend.NATIVE)
+def add_rms_norm_native(x, residual, weight, eps):
     summed = x.float() + residual.float()
     return _normalise(summed, weight, eps, x.dtype), summed.to(x.dtype)
 
 
-@REGISTRY.register("gemma_rms_norm", Backend.NATIVE, doc=_GEMMA_DOC)
-def gemma_rms_norm_native(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+@REGISTRY.register("gemma_rms_norm", Backend.NATIVE)
+def gemma_rms_norm_native(x, weight, eps):
     return _normalise_gemma(x.float(), weight, eps, x.dtype)
 
 
-@REGISTRY.register("gemma_add_rms_norm", Backend.NATIVE, doc=_GEMMA_ADD_DOC)
-def gemma_add_rms_norm_native(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
-) -> tuple[torch.Tensor, torch.Tensor]:
+@REGISTRY.register("gemma_add_rms_norm", Backend.NATIVE)
+def gemma_add_rms_norm_native(x, residual, weight, eps):
     summed = x.float() + residual.float()
     return _normalise_gemma(summed, weight, eps, x.dtype), summed.to(x.dtype)
 

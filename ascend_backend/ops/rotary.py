@@ -50,19 +50,16 @@ def build_cos_sin_cache(
     return torch.cat([angles.cos(), angles.sin()], dim=-1).to(dtype)
 
 
+@REGISTRY.declare(device="query")
 def rotary_embedding(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
+    positions: torch.Tensor,  # [T] int
+    query: torch.Tensor,  # [T, Hq*D] or [T, Hq, D]
+    key: torch.Tensor | None,  # [T, Hk*D] or [T, Hk, D], or None
     head_size: int,
-    cos_sin_cache: torch.Tensor,
+    cos_sin_cache: torch.Tensor,  # [max_position, rotary_dim] = [cos | sin]
     is_neox: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """positions: [T] int; query: [T, Hq*D] or [T, Hq, D]; key: [T, Hk*D] or [T, Hk, D] or None.
-
-    Returns rotated (query, key) with the input shapes and dtypes.
-    """
-    return REGISTRY.dispatch("rotary_embedding", query.device, positions, query, key, head_size, cos_sin_cache, is_neox)
+) -> tuple[torch.Tensor, torch.Tensor | None]:  # rotated (query, key), input shapes and dtypes
+    """RoPE, neox (halves) or gpt-j (interleaved pairs); the tail past rotary_dim passes through."""
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: int, is_neox: bool) -> torch.Tensor:
@@ -88,15 +85,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, head_size: in
     return out.to(dtype).reshape(shape)
 
 
-@REGISTRY.register("rotary_embedding", Backend.NATIVE, doc="RoPE, neox (halves) or gpt-j (interleaved)")
-def rotary_embedding_native(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
-    head_size: int,
-    cos_sin_cache: torch.Tensor,
-    is_neox: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+@REGISTRY.register("rotary_embedding", Backend.NATIVE)
+def rotary_embedding_native(positions, query, key, head_size, cos_sin_cache, is_neox):
     cos, sin = cos_sin_cache.index_select(0, positions.flatten().long()).float().chunk(2, dim=-1)
     q = _rotate(query, cos, sin, head_size, is_neox)
     k = None if key is None else _rotate(key, cos, sin, head_size, is_neox)

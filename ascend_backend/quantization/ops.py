@@ -36,45 +36,35 @@ from ascend_backend.quantization.arithmetic import (
 )
 from ascend_backend.registry import REGISTRY, Backend
 
-_STATIC_DOC = "y = (int8(x*(1/s_x)+z_x) @ w_q + quant_bias) * deq_scale; int32 accumulation (npu_quant_matmul)"
-_DYNAMIC_DOC = "y = (int8(x/s_t) @ w_q) * s_w * s_t + b, s_t = max|x_t|/127 per token (npu_dynamic_quant)"
 
-
+@REGISTRY.declare
 def w8a8_linear(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    input_scale: torch.Tensor,
-    input_offset: torch.Tensor,
-    deq_scale: torch.Tensor,
-    quant_bias: torch.Tensor,
-) -> torch.Tensor:
-    """Static W8A8 linear. x: [..., K] float; weight: [K, N] int8; input_scale: [1] in the model dtype;
-    input_offset: [1] int8; deq_scale: [N] float32 (bf16 models) or int64-packed (fp16); quant_bias: [N]
-    int32 -> [..., N] in x's dtype."""
-    return REGISTRY.dispatch("w8a8_linear", x.device, x, weight, input_scale, input_offset, deq_scale, quant_bias)
+    x: torch.Tensor,  # [..., K] float
+    weight: torch.Tensor,  # [K, N] int8
+    input_scale: torch.Tensor,  # [1] in the model dtype
+    input_offset: torch.Tensor,  # [1] int8
+    deq_scale: torch.Tensor,  # [N] float32 (bf16 models) or int64-packed (fp16)
+    quant_bias: torch.Tensor,  # [N] int32
+) -> torch.Tensor:  # [..., N] in x's dtype
+    """Static W8A8: y = (int8(x*(1/s_x)+z_x) @ w_q + quant_bias) * deq_scale; int32 accumulation."""
 
 
+@REGISTRY.declare
 def w8a8_dynamic_linear(
-    x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Per-token W8A8 linear. x: [..., K] float; weight: [K, N] int8; weight_scale: [N]; bias: [N] | None
-    -> [..., N] in x's dtype."""
-    return REGISTRY.dispatch("w8a8_dynamic_linear", x.device, x, weight, weight_scale, bias)
+    x: torch.Tensor,  # [..., K] float
+    weight: torch.Tensor,  # [K, N] int8
+    weight_scale: torch.Tensor,  # [N]
+    bias: torch.Tensor | None = None,  # [N]
+) -> torch.Tensor:  # [..., N] in x's dtype
+    """Per-token W8A8: y = (int8(x/s_t) @ w_q) * s_w * s_t + b, s_t = max|x_t|/127 per token."""
 
 
 def _flat(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1, x.shape[-1])  # [T, K]
 
 
-@REGISTRY.register("w8a8_linear", Backend.NATIVE, doc=_STATIC_DOC)
-def w8a8_linear_native(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    input_scale: torch.Tensor,
-    input_offset: torch.Tensor,
-    deq_scale: torch.Tensor,
-    quant_bias: torch.Tensor,
-) -> torch.Tensor:
+@REGISTRY.register("w8a8_linear", Backend.NATIVE)
+def w8a8_linear_native(x, weight, input_scale, input_offset, deq_scale, quant_bias):
     # The reference divides in float32; vllm-ascend's NPU path multiplies by a reciprocal rounded to the
     # model dtype, which moves a few activations by one int8 step (the op suite measures it on the NPU).
     x_q = quantize_static(_flat(x), 1 / input_scale.float(), input_offset.float())  # [T, K] int8
@@ -83,10 +73,8 @@ def w8a8_linear_native(
     return (acc.float() * scale).to(x.dtype).reshape(*x.shape[:-1], weight.shape[1])
 
 
-@REGISTRY.register("w8a8_dynamic_linear", Backend.NATIVE, doc=_DYNAMIC_DOC)
-def w8a8_dynamic_linear_native(
-    x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None = None
-) -> torch.Tensor:
+@REGISTRY.register("w8a8_dynamic_linear", Backend.NATIVE)
+def w8a8_dynamic_linear_native(x, weight, weight_scale, bias):
     x_q, token_scale = quantize_dynamic(_flat(x))  # [T, K] int8, [T] float32
     y = int8_matmul(x_q, weight).float() * weight_scale.float() * token_scale[:, None]  # [T, N]
     if bias is not None:
