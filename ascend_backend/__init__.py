@@ -12,6 +12,7 @@ import os as _os
 import sys as _sys
 
 from ascend_backend import attention, envs, ops, registry  # attention: registers its ops too
+from ascend_backend.npu import adapters as _adapters  # noqa: F401  (registers the NPU adapters)
 from ascend_backend.npu import device
 from ascend_backend.registry import REGISTRY
 

@@ -217,7 +217,9 @@ class OpRegistry:
 
         def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
             if op in self._signatures:
-                self._signatures[op].check(fn, f"the {backend.value} implementation {fn.__qualname__}")
+                self._signatures[op].check(
+                    fn, f"the {backend.value} implementation {getattr(fn, '__qualname__', fn)!s}"
+                )
             entry = self._ops.setdefault(op, OpEntry(op, doc))
             if doc and not entry.doc:
                 self._ops[op] = entry = OpEntry(op, doc, entry.impls, entry.supports)

@@ -4,8 +4,9 @@
     kernels.active_context().describe()     # release, chip, CANN, graph mode, and how each was found
     kernels.choose("paged_decode_attention") # KernelChoice(kernel, recipe, row, reason)
 
-The NPU adapters (`ascend_backend.attention.npu`, `ascend_backend.ops`) ask `choose` for every call and
-make the call of the chosen recipe; `ASCEND_BACKEND_KERNELS` overrides the context or pins a recipe.
+The NPU adapters (`ascend_backend.npu.adapters`, through the guard of `ascend_backend.npu.guard`) ask
+`choose` for every call and make the call of the chosen recipe; `ASCEND_BACKEND_KERNELS` overrides the
+context or pins a recipe.
 """
 
 from ascend_backend.npu.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family

@@ -2,7 +2,7 @@
 
 A recipe is one way of making a call: the function and how its arguments are built (layout, masks,
 which lengths, contiguity). The kernel-selection table (`ascend_backend/data/kernel_table.json`) names
-a recipe per row; the adapters in `ascend_backend.attention.npu` and `ascend_backend.ops` implement
+a recipe per row; the adapters in `ascend_backend.npu.adapters` implement
 each one, and a unit test checks that both sides list the same names. `native` is always a recipe: the
 call goes to the op's native PyTorch implementation, with the row's reason.
 

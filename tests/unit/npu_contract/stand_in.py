@@ -91,7 +91,7 @@ RESULTS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 @dataclass
 class StandIn:
-    """`module` is what the adapters get from `ascend_backend.device.torch_npu()`; `calls` what they did."""
+    """`module` is what the guard hands the adapters (from `ascend_backend.npu.device.torch_npu()`); `calls` what they did."""
 
     signatures: dict[str, Signature]
     calls: list[Call] = field(default_factory=list)

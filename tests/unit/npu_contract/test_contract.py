@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+import ascend_backend.npu.adapters.rotary as rotary_mod
 import ascend_backend.npu.device as device_mod
-import ascend_backend.ops.rotary as rotary_mod
 from ascend_backend.npu.kernels import OVERRIDE_VAR
 from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
 from ascend_backend.registry import REGISTRY, Backend
@@ -30,7 +30,7 @@ CASES = all_cases_by_dtype()
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    """Install a stand-in for a branch; the adapters get it from ascend_backend.device.torch_npu()."""
+    """Install a stand-in for a branch; the guard hands it to the adapters from ascend_backend.npu.device.torch_npu()."""
 
     def install(branch: str) -> StandIn:
         fake = StandIn(signatures(branch))
