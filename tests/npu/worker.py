@@ -33,10 +33,10 @@ def count_torch_npu_calls(counter: Counter) -> None:
     import torch_npu
 
     from ascend_backend.npu import device
-    from ascend_backend.npu.kernels import RECIPES
+    from ascend_backend.npu.kernels import RECIPES, calls
 
     device.atb_status()  # op-plugin swaps its lazy ATB wrappers for the real ops on first load: do it first
-    for name in {k for recipes in RECIPES.values() for k in recipes.values()}:
+    for name in {call for recipes in RECIPES.values() for kernel in recipes.values() for call in calls(kernel)}:
         real = getattr(torch_npu, name, None)
         if real is None:
             continue

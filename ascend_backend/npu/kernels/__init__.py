@@ -10,7 +10,7 @@ context or pins a recipe.
 """
 
 from ascend_backend.npu.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family
-from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, STATES, kernel_of, label
+from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, STATES, calls, kernel_of, label
 from ascend_backend.npu.kernels.selection import (
     TYPICAL_CALL,
     CallFacts,
@@ -37,6 +37,7 @@ __all__ = [
     "SelectionContext",
     "StackFacts",
     "active_context",
+    "calls",
     "chip_family",
     "choose",
     "context_for_stack",

@@ -31,7 +31,7 @@ from ascend_backend.npu.kernels.context import (
     build_context,
     facts_from_stack,
 )
-from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, kernel_of
+from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, calls, kernel_of
 from ascend_backend.npu.kernels.table import GraphMode, KernelRow, rows_for
 
 
@@ -160,7 +160,7 @@ def context_for_stack(
 
 def _without_atb(choice: KernelChoice) -> KernelChoice:
     """`choice` itself, or native with the ATB reason when it is an ATB kernel and ATB cannot load."""
-    if not choice.kernel.startswith("_npu_"):
+    if not any(call.startswith("_npu_") for call in calls(choice.kernel)):
         return choice
     atb = device.atb_status()
     if atb.available:

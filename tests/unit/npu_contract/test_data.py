@@ -24,9 +24,19 @@ def test_releases_outside_the_matrix_are_only_newer_ones():
     assert all(r.release > newest_in_matrix for r in releases() if not r.in_matrix)
 
 
+def test_every_npu_implementation_comes_from_the_guard_factory():
+    adapters = {
+        op: REGISTRY.entry(op).impls[Backend.NPU] for op in REGISTRY.ops() if Backend.NPU in REGISTRY.entry(op).impls
+    }
+    assert adapters and all(isinstance(impl, NpuOp) for impl in adapters.values()), adapters
+    assert {op: REGISTRY.entry(op).supports[Backend.NPU] for op in adapters} == {
+        op: impl.supports for op, impl in adapters.items()
+    }
+
+
 def test_every_recipe_is_implemented_by_an_adapter():
     adapters = {op: REGISTRY.entry(op).impls.get(Backend.NPU) for op in REGISTRY.ops()}
-    implemented = {op: frozenset(impl.recipes) for op, impl in adapters.items() if isinstance(impl, NpuOp)}
+    implemented = {op: frozenset(impl.recipes) for op, impl in adapters.items() if impl is not None}
     declared = {op: frozenset(recipes) for op, recipes in RECIPES.items() if recipes}
     assert implemented == declared
 
