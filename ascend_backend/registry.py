@@ -25,7 +25,9 @@ the backend (`npu_kernel`, `kernel_row`), so "npu" always comes with the kernel 
 
 Why a process-wide instance (`REGISTRY`): dispatch tables are process state by nature (torch.library
 and vLLM's CustomOp registry are too); the instance is built once at import and everything that
-mutates it is an explicit method, scoped by a context manager where it is temporary.
+mutates it is an explicit method, scoped by a context manager where it is temporary. It loads the
+built-in ops itself, the first time it is asked anything about its table (`load_builtin_ops`), so no
+caller has to import the right modules first, and importing `ascend_backend` alone stays cheap.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ import contextlib
 import contextvars
 import enum
 import fnmatch
+import importlib
 import json
 import logging
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -150,7 +154,12 @@ def attach_module_names(model: torch.nn.Module, prefix: str = "") -> list[Any]:
 
 
 class OpRegistry:
-    def __init__(self) -> None:
+    def __init__(self, builtin_modules: tuple[str, ...] = ()) -> None:
+        """`builtin_modules` declare and implement the registry's own ops: imported on first use."""
+        self._builtin_modules = builtin_modules
+        self._builtins_loaded = not builtin_modules
+        self._builtins_loading = False
+        self._builtins_lock = threading.RLock()
         self._ops: dict[str, OpEntry] = {}
         self._overrides: dict[str, Backend] = {}
         self._choices: dict[tuple[str, DeviceKind], Selection] = {}
@@ -164,6 +173,27 @@ class OpRegistry:
         self._faults: list[FaultHandle] = []
         self._links: dict[str, frozenset[str]] = {}
         self._signatures: dict[str, OpSignature] = {}
+
+    def load_builtin_ops(self) -> None:
+        """Import the modules of the built-in ops, once (idempotent and thread-safe).
+
+        Every query of the table (`entry`, `ops`, `select`, `describe`, a first `dispatch`) calls this, so
+        importing one op module, or the package alone, never leaves the table incomplete. A module being
+        imported by this very call may query the registry (an NPU adapter asks for its op's declaration):
+        the re-entrant lock lets it through, and the flag keeps it from importing again.
+        """
+        if self._builtins_loaded:
+            return
+        with self._builtins_lock:
+            if self._builtins_loaded or self._builtins_loading:
+                return
+            self._builtins_loading = True
+            try:
+                for module in self._builtin_modules:
+                    importlib.import_module(module)
+                self._builtins_loaded = True
+            finally:
+                self._builtins_loading = False
 
     def _forget_choices(self) -> None:
         self._choices.clear()
@@ -196,7 +226,8 @@ class OpRegistry:
 
     def signature(self, op: str) -> OpSignature:
         """The op's declaration (its parameters, device parameter and doc)."""
-        self.entry(op)
+        if op not in self._signatures:  # an adapter asks for a declaration its module has just imported
+            self.entry(op)
         if op not in self._signatures:
             raise UnknownOpError(f"op {op!r} has implementations but no declaration (REGISTRY.declare)")
         return self._signatures[op]
@@ -255,9 +286,11 @@ class OpRegistry:
         self._forget_choices()
 
     def ops(self) -> list[str]:
+        self.load_builtin_ops()
         return sorted(self._ops)
 
     def entry(self, op: str) -> OpEntry:
+        self.load_builtin_ops()
         try:
             return self._ops[op]
         except KeyError:
@@ -505,7 +538,15 @@ class OpRegistry:
         return pd.DataFrame(rows, columns=columns)
 
 
-REGISTRY = OpRegistry()
+# The modules that declare the built-in ops and register their implementations: the native references,
+# then the NPU adapters (each adapter module imports the module that declares its ops).
+BUILTIN_OP_MODULES = (
+    "ascend_backend.ops",
+    "ascend_backend.attention",
+    "ascend_backend.quantization.ops",
+    "ascend_backend.npu.adapters",
+)
+REGISTRY = OpRegistry(BUILTIN_OP_MODULES)
 
 # Module-level conveniences: the registry's verbs without spelling REGISTRY.
 declare = REGISTRY.declare
