@@ -1,4 +1,4 @@
-"""Device detection: npu, cuda or cpu — and the one module that imports `torch_npu`.
+"""The device probe: npu, cuda or cpu — and the one module that imports `torch_npu`.
 
 Why one module: on a machine without CANN an installed torch_npu breaks imports in surprising places
 (torch's backend autoload imports it inside `import torch`). Keeping the import here means the
@@ -114,7 +114,10 @@ def npu_status() -> NpuStatus:
 
 
 def torch_npu() -> ModuleType:
-    """The torch_npu module for NPU adapters; raises with the classified reason when unusable."""
+    """The torch_npu module; raises with the classified reason when unusable.
+
+    Only the guard factory (`ascend_backend.npu.guard`) calls this: adapters get the module from it.
+    """
     module, status = _load_torch_npu()
     if module is None or not status.available:
         raise RuntimeError(f"torch_npu unusable: {status.kind.value} ({status.detail}). Fix: {status.fix}")
