@@ -4,15 +4,48 @@
     ascend_backend.registry.describe()        # which implementation each op uses here, and why
     ascend_backend.ops.rms_norm(x, w, 1e-6)   # torch_npu kernel on an NPU, native PyTorch elsewhere
 
-Importing the package registers every op. It never imports `workbench` (a test enforces this).
+Importing the package loads nothing but its environment table (`envs`, for ASCEND_BACKEND_LOG_LEVEL):
+each attribute below is imported on first access, and the op registry imports every built-in op the
+first time it is used (`registry.OpRegistry.load_builtin_ops`), so the table is always complete when
+asked. Why lazy: a process that only names devices (`ascend_backend.npu.kinds`, torch-free) or reads
+the KV-cache bookkeeping must not pay for torch. It never imports `workbench` (a test enforces this).
 """
 
+import importlib as _importlib
 import logging as _logging
 import os as _os
 import sys as _sys
+from typing import TYPE_CHECKING, Any
 
-from ascend_backend import attention, device, envs, ops, registry  # attention: registers its ops too
-from ascend_backend.registry import REGISTRY
+from ascend_backend import envs
+
+if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
+    from ascend_backend import attention, ops, registry
+    from ascend_backend.npu import device
+    from ascend_backend.registry import REGISTRY
+
+# attribute -> module it is; `device` is the device probe, `ascend_backend.npu.device`.
+_MODULES = {
+    "attention": "ascend_backend.attention",
+    "device": "ascend_backend.npu.device",
+    "ops": "ascend_backend.ops",
+    "registry": "ascend_backend.registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """`ascend_backend.registry`, `.ops`, `.attention`, `.device`, `.REGISTRY`: imported on first access."""
+    if name == "REGISTRY":
+        return _importlib.import_module("ascend_backend.registry").REGISTRY
+    if name in _MODULES:
+        module = _importlib.import_module(_MODULES[name])
+        globals()[name] = module  # later accesses skip this function
+        return module
+    raise AttributeError(f"module 'ascend_backend' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULES, "REGISTRY"})
 
 
 def _configure_logging() -> None:
@@ -31,7 +64,7 @@ def _configure_logging() -> None:
         logger.propagate = False  # one line per record, not one more through the host's root handler
 
 
-_configure_logging()  # levels are looked up at each record, so loggers created above obey it too
+_configure_logging()  # levels are looked up at each record, so loggers created later obey it too
 
 __version__ = "0.1.0"
 __all__ = ["REGISTRY", "attention", "device", "envs", "ops", "registry"]

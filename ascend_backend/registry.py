@@ -1,7 +1,9 @@
 """Op registry: op name -> implementations per backend, one choice per (op, device), fallbacks logged.
 
-Every op of the backend (norms, activations, rotary, linear, attention kernels) is a plain function
-that calls `REGISTRY.dispatch(name, device, ...)`. The registry:
+Every op of the backend (norms, activations, rotary, linear, attention kernels) is declared once, as a
+typed function without a body (`@REGISTRY.declare`, see `ascend_backend.signatures`); the declaration
+becomes the op's public function, which calls `REGISTRY.dispatch(name, device, ...)` with every argument.
+The registry:
 
 - holds up to four implementations per op: `native` (PyTorch; runs everywhere and is the accuracy
   reference), `npu` (a torch_npu kernel), `cuda`, and `vllm_cpu` (a compiled CPU kernel of the vLLM
@@ -17,13 +19,15 @@ that calls `REGISTRY.dispatch(name, device, ...)`. The registry:
   tool of the workbench is tested against.
 
 Which torch_npu kernel an NPU implementation calls is not the registry's choice: the adapter asks the
-kernel-selection table (`ascend_backend.kernels`) per call, and its `supports` guard sends the call to
+kernel-selection table (`ascend_backend.npu.kernels`) per call, and its `supports` guard sends the call to
 native where the table says vllm-ascend runs no torch_npu kernel. `describe()` shows that choice next to
 the backend (`npu_kernel`, `kernel_row`), so "npu" always comes with the kernel and the row that chose it.
 
 Why a process-wide instance (`REGISTRY`): dispatch tables are process state by nature (torch.library
 and vLLM's CustomOp registry are too); the instance is built once at import and everything that
-mutates it is an explicit method, scoped by a context manager where it is temporary.
+mutates it is an explicit method, scoped by a context manager where it is temporary. It loads the
+built-in ops itself, the first time it is asked anything about its table (`load_builtin_ops`), so no
+caller has to import the right modules first, and importing `ascend_backend` alone stays cheap.
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ import contextlib
 import contextvars
 import enum
 import fnmatch
+import importlib
 import json
 import logging
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,8 +49,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ascend_backend import envs
-from ascend_backend.device import DeviceKind, kind_of, npu_status
 from ascend_backend.faults import FaultKind, FaultSpec, corrupt, parse_fault_specs
+from ascend_backend.npu.device import kind_of, npu_status
+from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.signatures import OpSignature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -146,7 +154,12 @@ def attach_module_names(model: torch.nn.Module, prefix: str = "") -> list[Any]:
 
 
 class OpRegistry:
-    def __init__(self) -> None:
+    def __init__(self, builtin_modules: tuple[str, ...] = ()) -> None:
+        """`builtin_modules` declare and implement the registry's own ops: imported on first use."""
+        self._builtin_modules = builtin_modules
+        self._builtins_loaded = not builtin_modules
+        self._builtins_loading = False
+        self._builtins_lock = threading.RLock()
         self._ops: dict[str, OpEntry] = {}
         self._overrides: dict[str, Backend] = {}
         self._choices: dict[tuple[str, DeviceKind], Selection] = {}
@@ -159,12 +172,66 @@ class OpRegistry:
         self._call_fallbacks: set[tuple[str, Backend, str]] = set()
         self._faults: list[FaultHandle] = []
         self._links: dict[str, frozenset[str]] = {}
+        self._signatures: dict[str, OpSignature] = {}
+
+    def load_builtin_ops(self) -> None:
+        """Import the modules of the built-in ops, once (idempotent and thread-safe).
+
+        Every query of the table (`entry`, `ops`, `select`, `describe`, a first `dispatch`) calls this, so
+        importing one op module, or the package alone, never leaves the table incomplete. A module being
+        imported by this very call may query the registry (an NPU adapter asks for its op's declaration):
+        the re-entrant lock lets it through, and the flag keeps it from importing again.
+        """
+        if self._builtins_loaded:
+            return
+        with self._builtins_lock:
+            if self._builtins_loaded or self._builtins_loading:
+                return
+            self._builtins_loading = True
+            try:
+                for module in self._builtin_modules:
+                    importlib.import_module(module)
+                self._builtins_loaded = True
+            finally:
+                self._builtins_loading = False
 
     def _forget_choices(self) -> None:
         self._choices.clear()
         self._routes.clear()
 
-    # ----------------------------------------------------------------- registration
+    # ----------------------------------------------------------------- declaration and registration
+    def declare(
+        self, declaration: Callable[..., Any] | None = None, *, device: str | None = None, name: str | None = None
+    ) -> Callable[..., Any]:
+        """Decorator on an op's declaration (typed parameters, docstring, no body); returns the op's function.
+
+        `@REGISTRY.declare` or `@REGISTRY.declare(device="query")`: the call runs where that parameter's
+        tensor lives (default: the first parameter). The op's name is the function's, or `name`.
+        """
+
+        def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            signature = OpSignature.of(name or fn.__name__, fn, device)
+            op = signature.op
+            if op in self._signatures:
+                raise ValueError(f"op {op!r} is declared twice: {self._signatures[op].where} and {signature.where}")
+            entry = self._ops.setdefault(op, OpEntry(op, signature.doc))
+            for backend, impl in entry.impls.items():
+                signature.check(impl, f"the {backend.value} implementation")
+            if not entry.doc:
+                self._ops[op] = OpEntry(op, signature.doc, entry.impls, entry.supports)
+            self._signatures[op] = signature
+            return signature.public_function(self.dispatch)
+
+        return decorator if declaration is None else decorator(declaration)
+
+    def signature(self, op: str) -> OpSignature:
+        """The op's declaration (its parameters, device parameter and doc)."""
+        if op not in self._signatures:  # an adapter asks for a declaration its module has just imported
+            self.entry(op)
+        if op not in self._signatures:
+            raise UnknownOpError(f"op {op!r} has implementations but no declaration (REGISTRY.declare)")
+        return self._signatures[op]
+
     def register(
         self,
         op: str,
@@ -173,9 +240,17 @@ class OpRegistry:
         doc: str = "",
         supports: Callable[..., str | None] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: `@REGISTRY.register("rms_norm", Backend.NPU)` on an implementation."""
+        """Decorator: `@REGISTRY.register("rms_norm", Backend.NPU)` on an implementation.
+
+        A declared op's implementation takes exactly its declared parameters, in order, without defaults of
+        its own (the op's function passes every argument); a mismatch raises TypeError here.
+        """
 
         def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if op in self._signatures:
+                self._signatures[op].check(
+                    fn, f"the {backend.value} implementation {getattr(fn, '__qualname__', fn)!s}"
+                )
             entry = self._ops.setdefault(op, OpEntry(op, doc))
             if doc and not entry.doc:
                 self._ops[op] = entry = OpEntry(op, doc, entry.impls, entry.supports)
@@ -211,9 +286,11 @@ class OpRegistry:
         self._forget_choices()
 
     def ops(self) -> list[str]:
+        self.load_builtin_ops()
         return sorted(self._ops)
 
     def entry(self, op: str) -> OpEntry:
+        self.load_builtin_ops()
         try:
             return self._ops[op]
         except KeyError:
@@ -427,11 +504,11 @@ class OpRegistry:
     def describe(self, device: DeviceKind | torch.device | str | None = None) -> pd.DataFrame:
         """Table (op, chosen, available, registered, reason, calls, faulted, npu_kernel, kernel_row) for
         `device` (default: detected). The last two are the kernel-selection table's choice for an NPU on this
-        stack (ascend_backend.kernels), shown on every device so a CPU machine can say what an NPU would run."""
+        stack (ascend_backend.npu.kernels), shown on every device so a CPU machine can say what an NPU would run."""
         import pandas as pd
 
-        from ascend_backend import kernels
-        from ascend_backend.device import detect
+        from ascend_backend.npu import kernels
+        from ascend_backend.npu.device import detect
 
         kind = detect().kind if device is None else (device if isinstance(device, DeviceKind) else kind_of(device))
         rows = []
@@ -461,9 +538,18 @@ class OpRegistry:
         return pd.DataFrame(rows, columns=columns)
 
 
-REGISTRY = OpRegistry()
+# The modules that declare the built-in ops and register their implementations: the native references,
+# then the NPU adapters (each adapter module imports the module that declares its ops).
+BUILTIN_OP_MODULES = (
+    "ascend_backend.ops",
+    "ascend_backend.attention",
+    "ascend_backend.quantization.ops",
+    "ascend_backend.npu.adapters",
+)
+REGISTRY = OpRegistry(BUILTIN_OP_MODULES)
 
 # Module-level conveniences: the registry's verbs without spelling REGISTRY.
+declare = REGISTRY.declare
 register = REGISTRY.register
 dispatch = REGISTRY.dispatch
 select = REGISTRY.select
@@ -484,6 +570,7 @@ __all__ = [
     "UnknownOpError",
     "attach_module_names",
     "current_module",
+    "declare",
     "describe",
     "dispatch",
     "forced_native",

@@ -15,7 +15,7 @@ NOTEBOOK_RUN_TIMEOUT_S = 2400
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from ascend_backend.device import npu_status
+    from ascend_backend.npu.device import npu_status
 
     for item in items:
         if "notebook_run" in getattr(item, "fixturenames", ()):

@@ -7,16 +7,15 @@
     meta = build_attention_metadata(block_tables, seq_lens, query_lens, block_size)  # plain lists
     out = paged_attention_forward(q, k, v, kv_cache, meta, scale)   # writes cache, attends
 
-Importing this package registers every attention op with the op registry: a native implementation
-(`paged`) and an NPU adapter (`npu`) for reshape_and_cache, prefill_attention,
-prefill_cache_hit_attention, paged_decode_attention and chunked_prefill_attention.
+The attention ops (reshape_and_cache, prefill_attention, prefill_cache_hit_attention,
+paged_decode_attention, chunked_prefill_attention) are declared in `ops`; their native kernels are in
+`paged`, their NPU adapters in `ascend_backend.npu.adapters.attention`.
 
 `vllm_cpu_layout` runs the same native kernels on vLLM's CPU cache layout (the vLLM plugin's
 `vllm_cpu_kv_write` and `vllm_cpu_paged_attention`); it registers those two ops when imported, which
 the plugin does, so they are not listed in a process that never loads it.
 """
 
-from ascend_backend.attention import npu as _npu  # noqa: F401  (registers the NPU adapters)
 from ascend_backend.attention import paged as _paged  # noqa: F401  (registers the native kernels)
 from ascend_backend.attention.layout import KV_CACHE_LAYOUT, KVCacheDims, allocate_kv_cache, kv_cache_shape
 from ascend_backend.attention.metadata import (

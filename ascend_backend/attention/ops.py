@@ -1,8 +1,9 @@
-"""Public attention ops: each dispatches through the op registry (NPU kernel or native), by device.
+"""The attention ops, declared once; each dispatches through the op registry (NPU kernel or native), by device.
 
-Callers use these functions, never an implementation directly, so the registry can pick the kernel
-once per device, force the native path (ASCEND_BACKEND_FORCE_NATIVE=paged_decode_attention), count
-calls and inject faults. `paged_attention_forward` is the one call an attention layer makes per step:
+Each declaration below is the op's one signature: the native kernels (`paged`) and the NPU adapters
+take its parameters, and the function it becomes is what callers use, never an implementation
+directly, so the registry can pick the kernel once per device, force the native path
+(ASCEND_BACKEND_FORCE_NATIVE=paged_decode_attention), count calls and inject faults. `paged_attention_forward` is the one call an attention layer makes per step:
 it writes the step's keys/values into the cache and runs the op for the batch's state.
 """
 
@@ -23,64 +24,61 @@ STATE_OPS: dict[AttentionState, str] = {
 ATTENTION_OPS: tuple[str, ...] = ("reshape_and_cache", *STATE_OPS.values())
 
 
+@REGISTRY.declare
 def reshape_and_cache(
     key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
     value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
     kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], written in place
-    slot_mapping: torch.Tensor,  # [num_tokens] int32
+    slot_mapping: torch.Tensor,  # [num_tokens] int32, slot = block * block_size + offset
 ) -> None:
-    """Store each token's key/value at its slot (`slot // block_size`, `slot % block_size`)."""
-    REGISTRY.dispatch("reshape_and_cache", key.device, key, value, kv_cache, slot_mapping)
+    """Write new tokens' keys/values into the paged KV cache: token t at block slot // block_size, offset
+    slot % block_size."""
 
 
+@REGISTRY.declare
 def paged_decode_attention(
     query: torch.Tensor,  # [num_seqs, num_heads, head_size]
     kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    context_lens: torch.Tensor,  # [num_seqs] int32, cached tokens incl. the one being decoded
+    context_lens: torch.Tensor,  # [num_seqs] int32 host tensor, cached tokens incl. the one being decoded
     scale: float,
 ) -> torch.Tensor:  # [num_seqs, num_heads, head_size]
-    """DecodeOnly: each sequence's single new query over its whole cached context."""
-    return REGISTRY.dispatch("paged_decode_attention", query.device, query, kv_cache, block_tables, context_lens, scale)
+    """DecodeOnly: one new token per sequence attends to its whole context in the paged KV cache."""
 
 
+@REGISTRY.declare
 def prefill_attention(
     query: torch.Tensor,  # [num_tokens, num_heads, head_size]
     key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
     value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
-    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
+    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor, prompt length per sequence
     scale: float,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
-    """PrefillNoCache: causal attention of whole prompts over their own fresh keys/values."""
-    return REGISTRY.dispatch("prefill_attention", query.device, query, key, value, seq_lens, scale)
+    """PrefillNoCache: causal attention of fresh prompts over their own keys/values."""
 
 
+@REGISTRY.declare
 def prefill_cache_hit_attention(
     query: torch.Tensor,  # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor
-    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
+    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor, new tokens per sequence
+    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor, cached + new tokens per sequence
     scale: float,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
-    """PrefillCacheHit: new prompt tokens over cached prefix + themselves (cache already written)."""
-    return REGISTRY.dispatch(
-        "prefill_cache_hit_attention", query.device, query, kv_cache, block_tables, query_lens, seq_lens, scale
-    )
+    """PrefillCacheHit: prompts whose prefix is cached attend to cached + new tokens."""
 
 
+@REGISTRY.declare
 def chunked_prefill_attention(
     query: torch.Tensor,  # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
+    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
     block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor
-    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
+    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor, new tokens per sequence
+    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor, cached + new tokens per sequence
     scale: float,
 ) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
-    """ChunkedPrefill: decodes and prefill chunks of one batch (cache already written)."""
-    return REGISTRY.dispatch(
-        "chunked_prefill_attention", query.device, query, kv_cache, block_tables, query_lens, seq_lens, scale
-    )
+    """ChunkedPrefill: decodes and prefill chunks in one batch over the paged KV cache."""
 
 
 def paged_attention_forward(

@@ -1,7 +1,8 @@
 """Native (PyTorch) attention over the paged KV cache: the reference every NPU kernel is held to.
 
-Registered as the `native` implementation of each attention op; runs on any device, and on CPU it
-is also the serving path, so it has to be fast as well as exact:
+Registered as the `native` implementation of each attention op (the ops and their signatures are
+declared in `attention/ops.py`); runs on any device, and on CPU it is also the serving path, so it has
+to be fast as well as exact:
 
 - Logits, softmax and the weighted sum of values are computed in float32 for every input dtype
   (fp16/bf16 tiles are upcast after they are gathered), as vLLM's kernels do; outputs are cast back.
@@ -77,15 +78,8 @@ def _check_lengths(lens: list[int], block_tables: torch.Tensor, dims: KVCacheDim
 
 
 # --------------------------------------------------------------------------------------------- cache
-@REGISTRY.register(
-    "reshape_and_cache", Backend.NATIVE, doc="Write new tokens' keys/values into the paged KV cache at slot_mapping."
-)
-def reshape_and_cache_native(
-    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
-    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
-    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
-    slot_mapping: torch.Tensor,  # [num_tokens] int32, slot = block * block_size + offset
-) -> None:
+@REGISTRY.register("reshape_and_cache", Backend.NATIVE)
+def reshape_and_cache_native(key, value, kv_cache, slot_mapping):
     dims = KVCacheDims.of(kv_cache)
     expected = (slot_mapping.shape[0], dims.num_kv_heads, dims.head_size)
     for name, tensor in (("key", key), ("value", value)):
@@ -189,18 +183,8 @@ def _merge_by_lse(parts: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tenso
     return (outs * weights).sum(0)
 
 
-@REGISTRY.register(
-    "paged_decode_attention",
-    Backend.NATIVE,
-    doc="One new token per sequence attends to its whole context in the paged KV cache.",
-)
-def paged_decode_attention_native(
-    query: torch.Tensor,  # [num_seqs, num_heads, head_size]
-    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size]
-    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    context_lens: torch.Tensor,  # [num_seqs] int32, tokens in the cache incl. the new one
-    scale: float,
-) -> torch.Tensor:  # [num_seqs, num_heads, head_size]
+@REGISTRY.register("paged_decode_attention", Backend.NATIVE)
+def paged_decode_attention_native(query, kv_cache, block_tables, context_lens, scale):
     dims = KVCacheDims.of(kv_cache)
     _check_heads(query, dims)
     lens = [int(n) for n in context_lens.tolist()]
@@ -332,18 +316,8 @@ def _check_packed(query: torch.Tensor, query_lens: list[int], what: str) -> None
         )
 
 
-@REGISTRY.register(
-    "prefill_attention",
-    Backend.NATIVE,
-    doc="PrefillNoCache: causal attention of fresh prompts over their own keys/values.",
-)
-def prefill_attention_native(
-    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
-    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
-    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_size]
-    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor, prompt length per sequence
-    scale: float,
-) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
+@REGISTRY.register("prefill_attention", Backend.NATIVE)
+def prefill_attention_native(query, key, value, seq_lens, scale):
     lens = [int(n) for n in seq_lens.tolist()]
     dims = KVCacheDims(1, 1, key.shape[1], key.shape[2])
     _check_heads(query, dims)
@@ -431,35 +405,13 @@ def attend_paged(
     return out
 
 
-@REGISTRY.register(
-    "prefill_cache_hit_attention",
-    Backend.NATIVE,
-    doc="PrefillCacheHit: prompts whose prefix is cached attend to cached + new tokens.",
-)
-def prefill_cache_hit_attention_native(
-    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
-    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor, new tokens per sequence
-    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor, cached + new tokens per sequence
-    scale: float,
-) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
+@REGISTRY.register("prefill_cache_hit_attention", Backend.NATIVE)
+def prefill_cache_hit_attention_native(query, kv_cache, block_tables, query_lens, seq_lens, scale):
     return _paged_prefill(query, kv_cache, block_tables, query_lens, seq_lens, scale)
 
 
-@REGISTRY.register(
-    "chunked_prefill_attention",
-    Backend.NATIVE,
-    doc="ChunkedPrefill: decodes and prefill chunks in one batch over the paged KV cache.",
-)
-def chunked_prefill_attention_native(
-    query: torch.Tensor,  # [num_tokens, num_heads, head_size]
-    kv_cache: torch.Tensor,  # [2, num_blocks, block_size, num_kv_heads, head_size], new K/V written
-    block_tables: torch.Tensor,  # [num_seqs, max_blocks] int32
-    query_lens: torch.Tensor,  # [num_seqs] int32 host tensor
-    seq_lens: torch.Tensor,  # [num_seqs] int32 host tensor
-    scale: float,
-) -> torch.Tensor:  # [num_tokens, num_heads, head_size]
+@REGISTRY.register("chunked_prefill_attention", Backend.NATIVE)
+def chunked_prefill_attention_native(query, kv_cache, block_tables, query_lens, seq_lens, scale):
     return _paged_prefill(query, kv_cache, block_tables, query_lens, seq_lens, scale)
 
 

@@ -97,24 +97,33 @@ def cache_views(kv_cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return split[:, :, 0].permute(0, 2, 1, 3), split[:, :, 1].permute(0, 2, 1, 3)
 
 
-def kv_write(key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
-    """Write key/value [T, Hk, D] into the cache at slot_mapping [T'] (T' <= T; extra tokens are padding)."""
-    REGISTRY.dispatch(KV_WRITE_OP, kv_cache.device, key, value, kv_cache, slot_mapping)
+@REGISTRY.declare(name=KV_WRITE_OP, device="kv_cache")
+def kv_write(
+    key: torch.Tensor,  # [T, Hk, D]
+    value: torch.Tensor,  # [T, Hk, D]
+    kv_cache: torch.Tensor,  # [num_blocks, Hk, block_size, 2 * D], written in place
+    slot_mapping: torch.Tensor,  # [T'] with T' <= T (extra tokens are padding); slots < 0 are not written
+) -> None:
+    """Write K/V of new tokens into vLLM's CPU paged cache (in place)."""
 
 
+@REGISTRY.declare(name=PAGED_ATTENTION_OP)
 def paged_attention(
-    query: torch.Tensor, kv_cache: torch.Tensor, step: PagedStep, scale: float, out: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Causal attention of query [N, Hq, D] over each request's cached context -> [N, Hq, D].
+    query: torch.Tensor,  # [N, Hq, D]
+    kv_cache: torch.Tensor,  # [num_blocks, Hk, block_size, 2 * D]
+    step: PagedStep,
+    scale: float,
+    out: torch.Tensor | None = None,  # [N, Hq, D] to write the result into
+) -> torch.Tensor:  # [N, Hq, D]
+    """Causal attention over vLLM's CPU paged cache (decodes batched, prefills and chunks per request).
 
-    With `out` ([N, Hq, D]) the result is written there; the returned tensor is `out` unless an
-    injected fault replaced it with a corrupted copy, so callers copy when the two differ.
+    With `out` the result is written there; the returned tensor is `out` unless an injected fault
+    replaced it with a corrupted copy, so callers copy when the two differ.
     """
-    return REGISTRY.dispatch(PAGED_ATTENTION_OP, query.device, query, kv_cache, step, scale, out)
 
 
-@REGISTRY.register(KV_WRITE_OP, Backend.NATIVE, doc="write K/V of new tokens into vLLM's CPU paged cache (in place)")
-def kv_write_native(key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+@REGISTRY.register(KV_WRITE_OP, Backend.NATIVE)
+def kv_write_native(key, value, kv_cache, slot_mapping):
     count = slot_mapping.shape[0]
     slots = slot_mapping.long()
     key, value = key[:count], value[:count]  # [T', Hk, D]
@@ -125,14 +134,8 @@ def kv_write_native(key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tens
     paged.write_slots(key.to(kv_cache.dtype), value.to(kv_cache.dtype), key_cache, value_cache, slots)
 
 
-@REGISTRY.register(
-    PAGED_ATTENTION_OP,
-    Backend.NATIVE,
-    doc="causal attention over vLLM's CPU paged cache (decodes batched, prefills and chunks per request)",
-)
-def paged_attention_native(
-    query: torch.Tensor, kv_cache: torch.Tensor, step: PagedStep, scale: float, out: torch.Tensor | None = None
-) -> torch.Tensor:
+@REGISTRY.register(PAGED_ATTENTION_OP, Backend.NATIVE)
+def paged_attention_native(query, kv_cache, step, scale, out):
     plan = step.plan
     key_cache, value_cache = cache_views(kv_cache)
     return paged.attend_paged(

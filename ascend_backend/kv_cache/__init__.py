@@ -14,7 +14,6 @@ from ascend_backend.kv_cache.hashing import BlockHash, chain_hashes, full_block_
 from ascend_backend.kv_cache.manager import Allocation, CacheStats, KVCacheManager, KVCacheRequestError
 from ascend_backend.kv_cache.sizing import (
     BLOCK_SIZE_RULES,
-    CacheTarget,
     KVCacheMemoryError,
     KVCachePlan,
     KVCacheSpec,
@@ -33,7 +32,6 @@ __all__ = [
     "BlockId",
     "BlockPool",
     "CacheStats",
-    "CacheTarget",
     "KVCacheManager",
     "KVCacheMemoryError",
     "KVCachePlan",

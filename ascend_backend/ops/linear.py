@@ -4,7 +4,7 @@ There is deliberately no separate NPU adapter: vllm-ascend's unquantized linear 
 `torch.nn.functional.linear`, which torch_npu lowers to the CANN matmul kernel, so the native function
 *is* the NPU path (describe() says so). The quantized linears (`w8a8_linear`, `w8a8_dynamic_linear`:
 `npu_quantize` / `npu_dynamic_quant` + `npu_quant_matmul` on an NPU, an exact integer path natively) live
-in `ascend_backend.quantization.ops`; importing this module registers them with the other ops.
+in `ascend_backend.quantization.ops`.
 """
 
 from __future__ import annotations
@@ -12,15 +12,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ascend_backend.quantization import ops as _quantized_ops  # noqa: F401 - registers the W8A8 linears
 from ascend_backend.registry import REGISTRY, Backend
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x: [..., in], weight: [out, in], bias: [out] | None -> [..., out]."""
-    return REGISTRY.dispatch("linear", x.device, x, weight, bias)
+@REGISTRY.declare
+def linear(
+    x: torch.Tensor,  # [..., in]
+    weight: torch.Tensor,  # [out, in]
+    bias: torch.Tensor | None = None,  # [out]
+) -> torch.Tensor:  # [..., out]
+    """x @ weight.T + bias (aten matmul; CANN matmul on NPU)."""
 
 
-@REGISTRY.register("linear", Backend.NATIVE, doc="x @ weight.T + bias (aten matmul; CANN matmul on NPU)")
-def linear_native(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+@REGISTRY.register("linear", Backend.NATIVE)
+def linear_native(x, weight, bias):
     return F.linear(x, weight, bias)

@@ -10,10 +10,8 @@ three chunks; chunk i takes its cos/sin from positions[i]. Worked example, mrope
 then the usual neox rotation of [x_first_half, x_second_half] with those angles. This follows vLLM's
 MRotaryEmbedding.forward_native (non-interleaved sections).
 
-NPU adapter: `torch_npu.npu_mrope(positions, q2d, k2d, cos_sin_cache, head_size, mrope_section=...,
-rotary_mode='half')`, as vllm-ascend's AscendMRotaryEmbedding makes it (ops/rotary_embedding.py@v0.18.0,
-only for mrope_section [16, 24, 24]; 1-D positions pass [0, 0, 0]); where the kernel-selection table
-says vllm-ascend runs vLLM's native M-RoPE, the call goes native with that reason.
+The NPU adapter (`npu_mrope`, as vllm-ascend's AscendMRotaryEmbedding calls it) is in
+`ascend_backend.npu.adapters.rotary`.
 """
 
 from __future__ import annotations
@@ -22,28 +20,21 @@ from collections.abc import Sequence
 
 import torch
 
-from ascend_backend import kernels
-from ascend_backend.device import torch_npu
-from ascend_backend.kernels import CallFacts
 from ascend_backend.ops.rotary import _rotate
 from ascend_backend.registry import REGISTRY, Backend
 
-_KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 
-
+@REGISTRY.declare(device="query")
 def mrope(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
+    positions: torch.Tensor,  # [3, T] (t, h, w rows) or [T] (text only: plain RoPE)
+    query: torch.Tensor,  # [T, Hq*D]
+    key: torch.Tensor | None,  # [T, Hk*D] or None
     head_size: int,
-    cos_sin_cache: torch.Tensor,
-    mrope_section: Sequence[int],
+    cos_sin_cache: torch.Tensor,  # [max_position, rotary_dim] = [cos | sin]
+    mrope_section: Sequence[int],  # three chunks of the rotary_dim/2 frequencies, summing to it
     is_neox: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """positions: [3, T] or [T]; query: [T, Hq*D]; key: [T, Hk*D] or None. Returns rotated (query, key)."""
-    return REGISTRY.dispatch(
-        "mrope", query.device, positions, query, key, head_size, cos_sin_cache, tuple(mrope_section), is_neox
-    )
+) -> tuple[torch.Tensor, torch.Tensor | None]:  # rotated (query, key), input shapes and dtypes
+    """M-RoPE: t/h/w position rows per frequency section, neox rotation."""
 
 
 def _section_cos_sin(
@@ -62,60 +53,11 @@ def _section_cos_sin(
     return cos, sin
 
 
-@REGISTRY.register("mrope", Backend.NATIVE, doc="M-RoPE: t/h/w position rows per frequency section, neox rotation")
-def mrope_native(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
-    head_size: int,
-    cos_sin_cache: torch.Tensor,
-    mrope_section: Sequence[int],
-    is_neox: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+@REGISTRY.register("mrope", Backend.NATIVE)
+def mrope_native(positions, query, key, head_size, cos_sin_cache, mrope_section, is_neox):
     if positions.dim() not in (1, 2) or (positions.dim() == 2 and positions.shape[0] != 3):
         raise ValueError(f"mrope positions must be [T] or [3, T], got {list(positions.shape)}")
     cos, sin = _section_cos_sin(positions, cos_sin_cache, mrope_section)
     q = _rotate(query, cos, sin, head_size, is_neox)
     k = None if key is None else _rotate(key, cos, sin, head_size, is_neox)
     return q, k
-
-
-def _npu_mrope_unsupported(positions, query, key, head_size, cos_sin_cache, mrope_section, is_neox=True) -> str | None:
-    if key is None:
-        return "key is None (npu_mrope rotates query and key together)"
-    if not is_neox:
-        return "GPT-J style M-RoPE (vllm-ascend calls npu_mrope with rotary_mode='half' only)"
-    if query.dtype not in _KERNEL_DTYPES:
-        return f"{query.dtype} inputs (vllm-ascend's rotary kernels run in float16/bfloat16)"
-    facts = CallFacts(
-        head_size=head_size, rotary_dim=int(cos_sin_cache.shape[-1]), neox=True, mrope_section=tuple(mrope_section)
-    )
-    choice = kernels.choose("mrope", facts)
-    return choice.reason if choice.native else None
-
-
-@REGISTRY.register("mrope", Backend.NPU, supports=_npu_mrope_unsupported)
-def mrope_npu(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    head_size: int,
-    cos_sin_cache: torch.Tensor,
-    mrope_section: Sequence[int],
-    is_neox: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    cache = cos_sin_cache.to(device=query.device, dtype=query.dtype).contiguous()
-    section = [0, 0, 0] if positions.dim() == 1 else list(mrope_section)
-    q_out, k_out = torch_npu().npu_mrope(
-        positions.contiguous(),
-        query.contiguous(),
-        key.contiguous(),
-        cache,
-        head_size,
-        mrope_section=section,
-        rotary_mode="half",
-    )
-    return q_out.reshape(query.shape), k_out.reshape(key.shape)
-
-
-IMPLEMENTED = {"mrope": frozenset({"npu_mrope"})}

@@ -45,6 +45,7 @@ def register() -> None:
     """vLLM's entry point; safe to call more than once in a process."""
     from ascend_backend.vllm_plugin.platform_plan import detect_platform, plan_registration
 
+    REGISTRY.load_builtin_ops()  # every op now, not inside the engine's first forward step
     disabled = envs.ASCEND_BACKEND_DISABLED_OPS
     plan = plan_registration(detect_platform(), disabled)
     installed = []

@@ -75,26 +75,26 @@ class AscendBackendGELU(GELU):
     """GELU (erf) -> registry op `gelu`."""
 
     def forward_native(self, x: torch.Tensor) -> torch.Tensor:
-        return torch_ops.call_gelu(x, "none")
+        return torch_ops.call_gelu(x)
 
     def forward_cpu(self, x: torch.Tensor) -> torch.Tensor:
-        return torch_ops.call_gelu(x, "none")
+        return torch_ops.call_gelu(x)
 
     def forward_oot(self, x: torch.Tensor) -> torch.Tensor:
-        return torch_ops.call_gelu(x, "none")
+        return torch_ops.call_gelu(x)
 
 
 class AscendBackendGELUTanh(GELUTanh):
     """GELU (tanh approximation) -> registry op `gelu_tanh`."""
 
     def forward_native(self, x: torch.Tensor) -> torch.Tensor:
-        return torch_ops.call_gelu(x, "tanh")
+        return torch_ops.call_gelu_tanh(x)
 
     def forward_cpu(self, x: torch.Tensor) -> torch.Tensor:
-        return torch_ops.call_gelu(x, "tanh")
+        return torch_ops.call_gelu_tanh(x)
 
     def forward_oot(self, x: torch.Tensor) -> torch.Tensor:
-        return torch_ops.call_gelu(x, "tanh")
+        return torch_ops.call_gelu_tanh(x)
 
 
 class AscendBackendRotaryEmbedding(RotaryEmbedding):

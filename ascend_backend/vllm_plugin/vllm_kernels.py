@@ -19,6 +19,9 @@ Which ops: those with a C++ kernel in vLLM's CPU build that beats our native cod
 The cache write and the attention are linked in the registry (see `attention.vllm_cpu_layout`): vLLM packs the
 cache for its ISA, so they switch to native together.
 
+Each function takes its op's declared parameters (declared with the native paths: `ascend_backend.ops`,
+`attention.vllm_cpu_layout`); the registry checks the names when they are registered.
+
 Never registered at import: only `install()`, which the plugin's `register()` calls in a vLLM
 process, adds them. A plain process (the workbench, the tests of the native paths) keeps its choices
 when it imports the plugin.
@@ -54,16 +57,14 @@ def _cache_halves(kv_cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return key_cache, value_cache
 
 
-def kv_write_vllm(key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+def kv_write_vllm(key, value, kv_cache, slot_mapping):
     # key, value: [T, Hk, D]; slot_mapping: [T'] (T' <= T, negative slots are padding)
     key_cache, value_cache = _cache_halves(kv_cache)
     isa = attention_isa(kv_cache.dtype, kv_cache.shape[2], kv_cache.shape[3] // 2)
     ops.cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, isa)
 
 
-def paged_attention_vllm(
-    query: torch.Tensor, kv_cache: torch.Tensor, step: PagedStep, scale: float, out: torch.Tensor | None = None
-) -> torch.Tensor:
+def paged_attention_vllm(query, kv_cache, step: PagedStep, scale, out):
     # query: [N, Hq, D] -> [N, Hq, D] (written into `out` when given)
     key_cache, value_cache = _cache_halves(kv_cache)
     kv_heads, head_size = kv_cache.shape[1], kv_cache.shape[3] // 2
@@ -103,14 +104,7 @@ def paged_attention_vllm(
     return out
 
 
-def rotary_unsupported(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
-    head_size: int,
-    cos_sin_cache: torch.Tensor,
-    is_neox: bool,
-) -> str | None:
+def rotary_unsupported(positions, query, key, head_size, cos_sin_cache, is_neox) -> str | None:
     """Why vLLM's rotary kernel cannot take this call (it then runs native), or None."""
     if query.dtype not in _KERNEL_DTYPES:
         return f"query dtype {query.dtype}"
@@ -123,14 +117,7 @@ def rotary_unsupported(
     return None
 
 
-def rotary_embedding_vllm(
-    positions: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor | None,
-    head_size: int,
-    cos_sin_cache: torch.Tensor,
-    is_neox: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+def rotary_embedding_vllm(positions, query, key, head_size, cos_sin_cache, is_neox):
     # query: [T, Hq*D] or [T, Hq, D]; key likewise or None. vLLM's kernel rotates in place and reads
     # [T, H*D] rows (a [T, H, D] tensor is misread), so it works on flat copies: the registry's contract
     # is that callers' tensors are never modified.
@@ -141,7 +128,7 @@ def rotary_embedding_vllm(
     return q.view(query.shape), (None if k is None else k.view(key.shape))
 
 
-def rms_norm_unsupported(x: torch.Tensor, weight: torch.Tensor, eps: float, *_: object) -> str | None:
+def rms_norm_unsupported(x, weight, eps, *_: object) -> str | None:
     """Why vLLM's RMSNorm kernels cannot take this call (it then runs native), or None."""
     if weight.dtype != x.dtype:
         return f"weight dtype {weight.dtype} differs from input dtype {x.dtype}"
@@ -152,13 +139,13 @@ def rms_norm_unsupported(x: torch.Tensor, weight: torch.Tensor, eps: float, *_: 
     return None
 
 
-def _add_rms_norm_unsupported(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> str | None:
+def _add_rms_norm_unsupported(x, residual, weight, eps) -> str | None:
     if residual.dtype != x.dtype:
         return f"residual dtype {residual.dtype} differs from input dtype {x.dtype}"
     return rms_norm_unsupported(x, weight, eps)
 
 
-def rms_norm_vllm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+def rms_norm_vllm(x, weight, eps):
     # x: [..., hidden] -> [..., hidden]. The kernel reads rows as contiguous: a strided view is copied.
     x = x.contiguous()
     out = torch.empty_like(x)
@@ -166,9 +153,7 @@ def rms_norm_vllm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Te
     return out
 
 
-def add_rms_norm_vllm(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-) -> tuple[torch.Tensor, torch.Tensor]:
+def add_rms_norm_vllm(x, residual, weight, eps):
     # x, residual: [..., hidden] -> (normed, x + residual). The kernel overwrites both arguments, so it
     # works on copies (callers' tensors are never modified).
     normed, summed = x.contiguous().clone(), residual.contiguous().clone()

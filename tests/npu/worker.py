@@ -32,11 +32,11 @@ def count_torch_npu_calls(counter: Counter) -> None:
     """Wrap each torch_npu function a recipe can call so calls are counted, then run the real one."""
     import torch_npu
 
-    from ascend_backend import device
-    from ascend_backend.kernels import RECIPES
+    from ascend_backend.npu import device
+    from ascend_backend.npu.kernels import RECIPES, calls
 
     device.atb_status()  # op-plugin swaps its lazy ATB wrappers for the real ops on first load: do it first
-    for name in {k for recipes in RECIPES.values() for k in recipes.values()}:
+    for name in {call for recipes in RECIPES.values() for kernel in recipes.values() for call in calls(kernel)}:
         real = getattr(torch_npu, name, None)
         if real is None:
             continue
@@ -95,8 +95,8 @@ def cases(group: str, heads: list[int]) -> list[tuple[str, object, dict]]:
 def run_case(op: str, inputs, facts: dict, dtype, counter: Counter, device: str = "npu:0") -> dict:
     import torch
 
-    from ascend_backend import kernels
-    from ascend_backend.kernels import CallFacts
+    from ascend_backend.npu import kernels
+    from ascend_backend.npu.kernels import CallFacts
     from ascend_backend.registry import REGISTRY, Backend
 
     rounded = inputs.to("cpu", dtype).to("cpu", torch.float32)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import pytest
@@ -9,8 +10,8 @@ import torch
 
 import ascend_backend
 from ascend_backend import ops, registry
-from ascend_backend.device import DeviceKind
 from ascend_backend.faults import FaultKind, FaultSpec, parse_fault_specs
+from ascend_backend.npu.kinds import DeviceKind
 from ascend_backend.registry import REGISTRY, Backend, OpRegistry, UnknownOpError
 
 CORE_OPS = {"rms_norm", "add_rms_norm", "silu_and_mul", "gelu", "gelu_tanh", "rotary_embedding", "linear"}
@@ -143,6 +144,67 @@ def test_duplicate_registration_is_refused():
     reg = toy_registry()
     with pytest.raises(ValueError, match="already has a native"):
         reg.register("double", Backend.NATIVE)(lambda x: x)
+
+
+# ----------------------------------------------------------------- declarations
+def declared_registry() -> tuple[OpRegistry, object, list[tuple]]:
+    """A private registry with one declared op `scale_by` (default factor 2.0) whose native implementation
+    records the arguments it receives."""
+    reg = OpRegistry()
+    received: list[tuple] = []
+
+    @reg.declare(device="x")
+    def scale_by(factor: float, x: torch.Tensor, offset: float = 2.0) -> torch.Tensor:
+        """y = factor * x + offset."""
+
+    @reg.register("scale_by", Backend.NATIVE)
+    def scale_by_native(factor, x, offset):
+        received.append((factor, offset))
+        return factor * x + offset
+
+    return reg, scale_by, received
+
+
+def test_the_declaration_becomes_the_op_function_which_completes_defaults():
+    reg, scale_by, received = declared_registry()
+    x = torch.ones(2)
+    assert scale_by(3.0, x).tolist() == [5.0, 5.0]
+    assert scale_by(3.0, x=x, offset=0.5).tolist() == [3.5, 3.5]
+    assert received == [(3.0, 2.0), (3.0, 0.5)]  # every argument reached the implementation positionally
+    assert reg.stats()["scale_by"] == {"native": 2}
+    assert reg.entry("scale_by").doc == "y = factor * x + offset."
+    assert list(inspect.signature(scale_by).parameters) == ["factor", "x", "offset"]
+    assert reg.signature("scale_by").device_param == "x"
+
+
+def test_an_implementation_must_take_the_declared_parameters_whichever_comes_first():
+    reg, _scale_by, _ = declared_registry()
+    with pytest.raises(TypeError, match=r"takes \(x, factor\); the op is declared at .*with \(factor, x, offset\)"):
+        reg.register("scale_by", Backend.CUDA)(lambda x, factor: x)
+    early = OpRegistry()
+    early.register("shift", Backend.NATIVE)(lambda x, by: x + by)
+    with pytest.raises(TypeError, match=r"native implementation of op 'shift' takes \(x, by\)"):
+
+        @early.declare
+        def shift(x: torch.Tensor) -> torch.Tensor:
+            """x + 1."""
+
+
+def test_an_op_is_declared_once():
+    reg, _scale_by, _ = declared_registry()
+    with pytest.raises(ValueError, match="declared twice"):
+
+        @reg.declare(name="scale_by")
+        def another(factor: float, x: torch.Tensor, offset: float = 2.0) -> torch.Tensor:
+            """Again."""
+
+
+def test_every_built_in_op_is_declared_and_its_implementations_take_its_parameters():
+    for op in REGISTRY.ops():
+        signature = REGISTRY.signature(op)
+        assert signature.doc, op
+        for backend, impl in REGISTRY.entry(op).impls.items():
+            signature.check(impl, f"{backend.value} {op}")  # raises on any drift
 
 
 # ----------------------------------------------------------------- faults

@@ -254,8 +254,7 @@ from pathlib import Path
 
 import torch
 
-import ascend_backend  # noqa: F401 - registers the ops
-from ascend_backend.registry import REGISTRY, Backend
+from ascend_backend.registry import REGISTRY, Backend  # the registry loads every op on first use
 
 OP = {op!r}
 DTYPE = torch.{dtype}

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 import torch
 
-import ascend_backend
-from ascend_backend.device import detect
+from ascend_backend.npu.device import detect, npu_status
 from ascend_backend.registry import REGISTRY
 from workbench.backend.kernels import context_of, kernel_diff, read_stack, selection_table
 from workbench.stack.devices import resolve_device
@@ -55,7 +54,7 @@ def device_table() -> pd.DataFrame:
 
 def npu_explanation() -> str:
     """A sentence on why the NPU tier is or is not in use, for the notebook's markdown output."""
-    status = ascend_backend.device.npu_status()
+    status = npu_status()
     if status.available:
         return f"The NPU is in use: {status.detail}. Ops with an NPU kernel run it; the rest run natively on the NPU."
     return (

@@ -1,6 +1,6 @@
 """Which NPU kernel each op runs on a stack, and which ops run a different kernel on two stacks.
 
-The answers come from ascend_backend's kernel-selection table (`ascend_backend.kernels`: one row per
+The answers come from ascend_backend's kernel-selection table (`ascend_backend.npu.kernels`: one row per
 vllm-ascend release range, chip family, op or attention state and graph mode, each cited from
 vllm-ascend's source). The workbench adds reading stacks from files and the comparison:
 
@@ -26,8 +26,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from ascend_backend import kernels
-from ascend_backend.kernels import CallFacts, GraphMode, KernelChoice, SelectionContext
+from ascend_backend.npu import kernels
+from ascend_backend.npu.kernels import CallFacts, GraphMode, KernelChoice, SelectionContext
 from workbench.errors import WorkbenchError
 from workbench.results.envelope import provenance_of
 

@@ -1,21 +1,5 @@
-"""`npu-smi info`: run it, parse its table, and judge cards, health and device memory in use.
-
-The table is fixed-width text whose columns vary by card family (samples in tests/fixtures/envcheck/):
-
-    | NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
-    | Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
-    +===========================+===============+====================================================+
-    | 0     910B4               | OK            | 87.2        33                0    / 0             |
-    | 0                         | 0000:C1:00.0  | 0           0    / 0          3339 / 65536         |
-
-Each chip is two lines between separators. 310-series cards have no HBM column (their memory is the
-"Memory-Usage" pair) and a `Device` id after the chip; A3 boards (Ascend910, 910C1) show a `Phy-ID` and
-two chips per NPU, and newer drivers (26.0) widen the columns; first-generation 910 cards (910PremiumA,
-910ProB) report both a DDR "Memory-Usage" pool and HBM; the process table that follows has one line per
-process or "No running processes found in NPU n". Tables pasted into bug reports often end without their
-closing separator: a chip's two lines at the end still count.
-Parsing goes by `|` cells and `a / b` pairs, never by character columns, so padding and trailing
-spaces do not matter.
+"""`npu-smi info` judged: cards visible, health, and device memory already in use (the pre-flight's npu-smi
+group, docs/METHOD.md §6, §14). Running and parsing npu-smi is the stack's job (`workbench.stack.npu_smi`).
 """
 
 from __future__ import annotations

@@ -8,16 +8,12 @@ reported as what it is, and two distributions fighting over one module are caugh
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from packaging.version import Version
 
+from ascend_backend.npu.kinds import NpuStatus
 from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped, warned
 from workbench.stack.presence import NpuPresence
 from workbench.stack.versions import Installed, InstalledStack, normalise_distribution
-
-if TYPE_CHECKING:  # importing ascend_backend.device imports torch; the caller has already done so
-    from ascend_backend.device import NpuStatus
 
 G = Group.VERSIONS
 MIN_PYTHON = Version("3.10")  # pyproject's requires-python
@@ -71,7 +67,7 @@ def check_torch(stack: InstalledStack) -> CheckResult:
 
 
 def check_torch_npu(stack: InstalledStack, npu: NpuStatus | None, presence: NpuPresence) -> CheckResult:
-    """torch_npu installed and importable (status from ascend_backend.device, which tried the import;
+    """torch_npu installed and importable (status from ascend_backend.npu.device, which tried the import;
     None only when torch_npu is not installed, so the import was not attempted)."""
     name = "versions.torch_npu"
     if len(stack.torch_npu) > 1:
@@ -87,7 +83,7 @@ def check_torch_npu(stack: InstalledStack, npu: NpuStatus | None, presence: NpuP
             "torch_npu of your matrix row",
             "pip install torch-npu==<row> (see the matrix check for the row)",
         )
-    from ascend_backend.device import NpuUnavailable  # already imported by whoever made `npu`
+    from ascend_backend.npu.kinds import NpuUnavailable  # already imported by whoever made `npu`
 
     if npu is None:
         raise ValueError("check_torch_npu needs the npu_status() of an installed torch_npu")

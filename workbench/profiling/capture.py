@@ -45,7 +45,7 @@ from workbench.profiling.detect import worker_traces
 from workbench.profiling.profile import Profile
 from workbench.profiling.torch_npu import read_torch_npu
 from workbench.profiling.torch_trace import read_torch_traces
-from workbench.recipes import Device, ServingRecipe
+from workbench.recipes import DeviceKind, ServingRecipe
 from workbench.serving.client import model_dir, server_version
 from workbench.serving.load.metrics import LoadResult
 from workbench.serving.load.runner import run_coroutine, run_load_async
@@ -160,14 +160,14 @@ def _settled(paths: list[Path], sizes: dict[Path, tuple[int, float]], now: float
     return steady and all(gzip_complete(p) for p in paths)
 
 
-def window_outputs(trace_dir: Path, prefix: str, device: Device, since: float = 0.0) -> list[Path]:
+def window_outputs(trace_dir: Path, prefix: str, device: DeviceKind, since: float = 0.0) -> list[Path]:
     """The outputs of the window started with `prefix`: worker traces (CPU, CUDA) or *_ascend_pt dirs (NPU).
 
     vLLM names them `<prefix>_<worker>` (the worker is `dp0_pp0_tp0_dcp0_ep0_rank0`-style). A platform
     whose worker ignores the prefix (an out-of-tree NPU worker may) is matched by time instead: the
     outputs created since the window started (`since`, a time.time() value).
     """
-    found = _npu_dirs(trace_dir) if device is Device.NPU else worker_traces(trace_dir)
+    found = _npu_dirs(trace_dir) if device is DeviceKind.NPU else worker_traces(trace_dir)
     named = [p for p in found if p.name.startswith(f"{prefix}_")]
     return named or [p for p in found if since and p.stat().st_mtime >= since]
 
@@ -178,7 +178,7 @@ def wait_for_traces(
     prefix: str,
     *,
     timeout_s: float = TRACE_TIMEOUT_S,
-    device: Device = Device.CPU,
+    device: DeviceKind = DeviceKind.CPU,
     server: Server | None = None,
     since: float = 0.0,
 ) -> list[Path]:
@@ -187,7 +187,7 @@ def wait_for_traces(
     sizes: dict[Path, tuple[int, float]] = {}
     while True:
         found = window_outputs(trace_dir, prefix, device, since)
-        files = [f for d in found for f in d.rglob("*") if f.is_file()] if device is Device.NPU else found
+        files = [f for d in found for f in d.rglob("*") if f.is_file()] if device is DeviceKind.NPU else found
         if len(found) >= ranks and _settled(files, sizes, time.monotonic()):
             return found
         if server is not None and (report := server.diagnose()) is not None:
@@ -274,9 +274,9 @@ def profile_window(
     return result, read_window(trace_dir, outputs, recipe.device)
 
 
-def read_window(trace_dir: Path, outputs: list[Path], device: Device) -> Profile:
+def read_window(trace_dir: Path, outputs: list[Path], device: DeviceKind) -> Profile:
     """The Profile of one window's outputs (on NPU after torch_npu's analysis of each *_ascend_pt)."""
-    if device is Device.NPU:
+    if device is DeviceKind.NPU:
         analyse_ascend(trace_dir)
         return read_torch_npu(trace_dir, [p / "ASCEND_PROFILER_OUTPUT" for p in outputs])
     return read_torch_traces(outputs, trace_dir)

@@ -16,7 +16,7 @@ from workbench.recipes.reader import (
 )
 from workbench.recipes.serving import (
     EMBEDDED_PREFIX,
-    Device,
+    DeviceKind,
     DType,
     EngineArgs,
     ServingRecipe,
@@ -31,7 +31,7 @@ from workbench.recipes.serving import (
 __all__ = [
     "EMBEDDED_PREFIX",
     "DType",
-    "Device",
+    "DeviceKind",
     "EngineArgs",
     "Frozen",
     "ServingRecipe",

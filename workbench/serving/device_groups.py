@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.recipes import Device, ServingRecipe
+from workbench.recipes import DeviceKind, ServingRecipe
 
-VISIBLE_DEVICES_VAR = {Device.NPU: "ASCEND_RT_VISIBLE_DEVICES", Device.CUDA: "CUDA_VISIBLE_DEVICES"}
+VISIBLE_DEVICES_VAR = {DeviceKind.NPU: "ASCEND_RT_VISIBLE_DEVICES", DeviceKind.CUDA: "CUDA_VISIBLE_DEVICES"}
 PORT_BASE = 20000  # groups' port blocks start here: [PORT_BASE + slot * PORT_STRIDE, ... + PORT_STRIDE)
 PORT_STRIDE = 64
 HCCL_PORT_BASE = 60000  # HCCL_IF_BASE_PORT's default; slot 0 keeps it
@@ -71,7 +71,7 @@ def id_list(ids: Sequence[int]) -> str:
     return ",".join(str(i) for i in ids)
 
 
-def visible_devices(kind: Device, environ: Mapping[str, str], count: int | None = None) -> tuple[int, ...]:
+def visible_devices(kind: DeviceKind, environ: Mapping[str, str], count: int | None = None) -> tuple[int, ...]:
     """The accelerator ids a sweep may hand out: the visible-devices variable if set, else 0..count-1.
 
     `environ` is the caller's snapshot of the environment (this module reads none); `count` is what the
@@ -174,7 +174,7 @@ class DeviceGroup:
     kv_cache_bytes: cpu only: the most KV cache this group's server may allocate (None: no cap)
     """
 
-    kind: Device
+    kind: DeviceKind
     devices: tuple[int, ...]
     slot: int
     kv_cache_bytes: int | None = None
@@ -204,17 +204,17 @@ class DeviceGroup:
             )
         ranks = group_size(recipe)
         if ranks > len(self.devices):
-            unit = "cores" if self.kind is Device.CPU else "cards"
+            unit = "cores" if self.kind is DeviceKind.CPU else "cards"
             raise WorkbenchError(
                 f"recipe {recipe.name}: tensor_parallel_size x pipeline_parallel_size = {ranks} needs {ranks} {unit}, "
                 f"its device group {self.group_id} has {len(self.devices)}; lower --parallel or the parallel sizes"
             )
         ports = ports_for_slot(self.slot)
         extra = {"VLLM_PORT": str(ports.vllm)}
-        if self.kind is Device.CPU:
+        if self.kind is DeviceKind.CPU:
             return self._cpu_launch(recipe, env, ports.api, extra)
         extra[VISIBLE_DEVICES_VAR[self.kind]] = ",".join(str(d) for d in self.devices)
-        if self.kind is Device.NPU:
+        if self.kind is DeviceKind.NPU:
             extra["HCCL_IF_BASE_PORT"] = str(ports.hccl)
         return GroupLaunch(port=ports.api, env=extra)
 
@@ -262,7 +262,7 @@ def split_cores(cores: Sequence[int], groups: int, kv_budget_bytes: int | None =
     per_group = len(cores) // groups
     share = kv_budget_bytes // groups if kv_budget_bytes else None
     return tuple(
-        DeviceGroup(Device.CPU, tuple(cores[i * per_group : (i + 1) * per_group]), i, share) for i in range(groups)
+        DeviceGroup(DeviceKind.CPU, tuple(cores[i * per_group : (i + 1) * per_group]), i, share) for i in range(groups)
     )
 
 
@@ -281,13 +281,13 @@ class DevicePool:
 
     def __init__(
         self,
-        kind: Device,
+        kind: DeviceKind,
         *,
         cpu_groups: Sequence[DeviceGroup] = (),
         devices: Sequence[int] = (),
         max_groups: int | None = None,
     ):
-        if kind is Device.CPU and not cpu_groups:
+        if kind is DeviceKind.CPU and not cpu_groups:
             raise ValueError("a CPU pool needs its core groups (split_cores)")
         self.kind = kind
         self._cpu_free = list(cpu_groups)
@@ -295,16 +295,16 @@ class DevicePool:
         self._cards = tuple(sorted(devices))
         self._busy: set[int] = set()
         self._alive = 0
-        self.max_groups = max_groups or (len(cpu_groups) if kind is Device.CPU else len(self._cards))
+        self.max_groups = max_groups or (len(cpu_groups) if kind is DeviceKind.CPU else len(self._cards))
         self._lock = threading.Lock()
 
     @property
     def capacity(self) -> int:
         """How many servers can run at once at most (one per group)."""
-        return min(self.max_groups, len(self._cpu_all) if self.kind is Device.CPU else len(self._cards))
+        return min(self.max_groups, len(self._cpu_all) if self.kind is DeviceKind.CPU else len(self._cards))
 
     def largest_group(self) -> int:
-        return len(self._cpu_all[0].devices) if self.kind is Device.CPU else len(self._cards)
+        return len(self._cpu_all[0].devices) if self.kind is DeviceKind.CPU else len(self._cards)
 
     def check_fits(self, recipes: Sequence[ServingRecipe]) -> None:
         """One clear error before anything starts when a configuration can never get enough devices."""
@@ -316,7 +316,7 @@ class DevicePool:
             self._check_kv(recipe)
             need, have = group_size(recipe), self.largest_group()
             if need > have:
-                unit = "cores per group" if self.kind is Device.CPU else f"{self.kind.value.upper()} devices"
+                unit = "cores per group" if self.kind is DeviceKind.CPU else f"{self.kind.value.upper()} devices"
                 raise WorkbenchError(
                     f"{recipe.name}: tensor_parallel_size x pipeline_parallel_size = {need}, but there are only "
                     f"{have} {unit}; lower --parallel, pass more --devices, or lower the parallel sizes"
@@ -324,7 +324,7 @@ class DevicePool:
 
     def _check_kv(self, recipe: ServingRecipe) -> None:
         """CPU: an explicit kv_cache_memory_bytes above a group's KV share fails now, not minutes in."""
-        share = self._cpu_all[0].kv_cache_bytes if self.kind is Device.CPU else None
+        share = self._cpu_all[0].kv_cache_bytes if self.kind is DeviceKind.CPU else None
         asked = recipe.engine.kv_cache_memory_bytes
         if share is not None and asked is not None and asked > share:
             raise WorkbenchError(
@@ -337,7 +337,7 @@ class DevicePool:
         with self._lock:
             if self._alive >= self.max_groups:
                 return None
-            group = self._take_cpu(size) if self.kind is Device.CPU else self._take_cards(size)
+            group = self._take_cpu(size) if self.kind is DeviceKind.CPU else self._take_cards(size)
             if group is not None:
                 self._alive += 1
             return group
@@ -345,7 +345,7 @@ class DevicePool:
     def release(self, group: DeviceGroup) -> None:
         with self._lock:
             self._alive -= 1
-            if self.kind is Device.CPU:
+            if self.kind is DeviceKind.CPU:
                 self._cpu_free.append(group)
                 self._cpu_free.sort(key=lambda g: g.slot)
             else:
@@ -367,9 +367,10 @@ class DevicePool:
         return DeviceGroup(self.kind, tuple(chosen), min(chosen))
 
 
-def device_count(kind: Device) -> int:
+def device_count(kind: DeviceKind) -> int:
     """How many cards of `kind` the runtime sees here: the default device list when no variable names them."""
-    from ascend_backend.device import DeviceKind, detect
+    from ascend_backend.npu.device import detect
+    from ascend_backend.npu.kinds import DeviceKind
 
     info = detect()
     if info.kind.value != kind.value or info.kind is DeviceKind.CPU:
@@ -381,7 +382,7 @@ def device_count(kind: Device) -> int:
 
 
 def local_pool(
-    kind: Device,
+    kind: DeviceKind,
     parallel: int,
     environ: Mapping[str, str],
     *,
@@ -394,7 +395,7 @@ def local_pool(
     `environ` is the caller's environment snapshot (the visible-devices variables); the CPU KV budget
     defaults to `default_kv_budget` of the available memory.
     """
-    if kind is Device.CPU:
+    if kind is DeviceKind.CPU:
         budget = kv_budget_bytes or default_kv_budget(available_memory_bytes())
         return make_pool(kind, parallel, cores=cores, kv_budget_bytes=budget)
     cards = tuple(devices) or visible_devices(kind, environ, count=device_count(kind))
@@ -429,7 +430,7 @@ def resolve_parallel(value: str | int | None) -> int | None:
 
 
 def make_pool(
-    kind: Device,
+    kind: DeviceKind,
     parallel: int,
     *,
     cores: Sequence[int] = (),
@@ -440,7 +441,7 @@ def make_pool(
 
     auto on CPU = one group per NUMA node; on NPU/GPU = as many servers as the cards allow.
     """
-    if kind is Device.CPU:
+    if kind is DeviceKind.CPU:
         groups = parallel or numa_groups(cores)
         return DevicePool(kind, cpu_groups=split_cores(cores, groups, kv_budget_bytes))
     if not devices:

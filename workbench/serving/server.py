@@ -42,7 +42,7 @@ import httpx
 from tqdm.auto import tqdm
 
 from workbench.errors import WorkbenchError
-from workbench.recipes import Device, ServingRecipe
+from workbench.recipes import DeviceKind, ServingRecipe
 from workbench.serving.client import healthy, served_model
 from workbench.serving.crash import CrashReport, ServerFailure, classify, start_timeout
 from workbench.serving.device_groups import DeviceGroup, cpu_threads_bind
@@ -107,7 +107,7 @@ def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[s
     env: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
     if model_is_local:
         env["HF_HUB_OFFLINE"] = "1"
-    if recipe.device is Device.CPU:
+    if recipe.device is DeviceKind.CPU:
         ranks = recipe.engine.tensor_parallel_size * recipe.engine.pipeline_parallel_size
         env["VLLM_CPU_OMP_THREADS_BIND"] = cpu_threads_bind(sorted(os.sched_getaffinity(0)), ranks, recipe.name)
         explicit_budget = recipe.engine.kv_cache_memory_bytes or recipe.engine.gpu_memory_utilization
@@ -117,7 +117,7 @@ def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[s
         env["ASCEND_BACKEND_DUMP"] = recipe.dump.env_value()
     env.update(recipe.env)
     env.update(extra_env or {})
-    if recipe.device is Device.CPU and recipe.engine.kv_cache_memory_bytes:
+    if recipe.device is DeviceKind.CPU and recipe.engine.kv_cache_memory_bytes:
         # vllm-cpu lets VLLM_CPU_KVCACHE_SPACE silently override --kv-cache-memory-bytes; the recipe's
         # explicit byte count is the decision someone made, so it wins.
         env.pop("VLLM_CPU_KVCACHE_SPACE", None)
@@ -395,7 +395,7 @@ def require_atb(recipe: ServingRecipe) -> None:
     one small kernel call. Skipped where torch_npu is not usable in this process (the server's own
     start then says why, classified by `workbench.serving.crash`).
     """
-    from ascend_backend import device
+    from ascend_backend.npu import device
 
     status = device.atb_status()
     if device.npu_status().available and not status.available:
@@ -414,7 +414,7 @@ def launch(
     progress: bool = True,
 ) -> Server:
     """Start a server from `recipe` and return it once healthy; `with launch(...) as server:` stops it."""
-    if recipe.device is Device.NPU:
+    if recipe.device is DeviceKind.NPU:
         require_atb(recipe)
     plan = plan_launch(
         recipe, extra_env=extra_env, extra_args=extra_args, log_dir=log_dir, startup_timeout_s=startup_timeout_s

@@ -1,16 +1,17 @@
 """Device names as users give them ('auto', 'cpu', 'cuda:0', 'npu:0') -> a usable torch.device.
 
-The one resolver for every verb, notebook and runner: 'auto' is the device `ascend_backend.device`
+The one resolver for every verb, notebook and runner: 'auto' is the device `ascend_backend.npu.device`
 detects (NPU, else CUDA, else CPU); an NPU that cannot be used says why and how to fix it (the reason
-`ascend_backend.device` kept when torch_npu failed to import); a CUDA name without a GPU says so.
+`ascend_backend.npu.device` kept when torch_npu failed to import); a CUDA name without a GPU says so.
 """
 
 from __future__ import annotations
 
 import torch
 
-import ascend_backend
-from ascend_backend.device import DeviceKind, detect
+from ascend_backend.npu import device as npu_device
+from ascend_backend.npu.device import detect
+from ascend_backend.npu.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 
 
@@ -23,9 +24,9 @@ def resolve_device(name: str | torch.device = "auto", *, flag: str = "device") -
         return name
     if name == "auto":
         return detect().torch_device
-    kind = ascend_backend.device.kind_of(name)
-    if kind is DeviceKind.NPU and not ascend_backend.device.npu_status().available:
-        status = ascend_backend.device.npu_status()
+    kind = npu_device.kind_of(name)
+    if kind is DeviceKind.NPU and not npu_device.npu_status().available:
+        status = npu_device.npu_status()
         raise WorkbenchError(
             f"{flag} {name!r}: NPU not usable here ({status.kind.value}: {status.detail}); fix: {status.fix}"
         )

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.recipes import Device
+from workbench.recipes import DeviceKind
 from workbench.serving.device_groups import (
     DeviceGroup,
     available_memory_bytes,
@@ -55,7 +55,7 @@ from workbench.sweep.spec import SweepPoint
 from workbench.sweep.store import PointResult
 
 CPU_GROUP_RESOURCE = "wb_cpu_group"
-RAY_RESOURCE = {Device.NPU: "NPU", Device.CUDA: "GPU", Device.CPU: CPU_GROUP_RESOURCE}
+RAY_RESOURCE = {DeviceKind.NPU: "NPU", DeviceKind.CUDA: "GPU", DeviceKind.CPU: CPU_GROUP_RESOURCE}
 LOCAL = "local"
 # A local head node on a busy 2-core machine needs more than Ray's default 30 s for its agents to
 # register (observed: 29 s under load, then "Timed out waiting for file ... metrics_agent_port").
@@ -133,16 +133,16 @@ def _auth_hint(address: str) -> str:
     )
 
 
-def check_cluster(ray: Any, kind: Device, sizes: Sequence[int], address: str) -> None:
+def check_cluster(ray: Any, kind: DeviceKind, sizes: Sequence[int], address: str) -> None:
     """One clear error when no live node could ever run a configuration (Ray would wait forever)."""
     resource = RAY_RESOURCE[kind]
     offers = [float(n["Resources"].get(resource, 0)) for n in ray.nodes() if n.get("Alive")]
     biggest = max(offers, default=0.0)
-    need = 1 if kind is Device.CPU else max(sizes, default=1)
+    need = 1 if kind is DeviceKind.CPU else max(sizes, default=1)
     if biggest < need:
         hint = (
             f"start each node with `ray start --resources '{{\"{CPU_GROUP_RESOURCE}\": N}}'` (N groups of cores)"
-            if kind is Device.CPU
+            if kind is DeviceKind.CPU
             else f"nodes need {need} visible {resource}s (ASCEND_RT_VISIBLE_DEVICES"
             " / CUDA_VISIBLE_DEVICES when `ray start` runs)"
         )
@@ -152,13 +152,13 @@ def check_cluster(ray: Any, kind: Device, sizes: Sequence[int], address: str) ->
         )
 
 
-def task_options(kind: Device, size: int, *, runtime_env: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def task_options(kind: DeviceKind, size: int, *, runtime_env: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What one configuration's task asks Ray for: its device group and no plain CPU slot (and the
     runtime_env that restores normal priority, when the cluster's workers run below it)."""
     extra = {"runtime_env": dict(runtime_env)} if runtime_env else {}
-    if kind is Device.CUDA:
+    if kind is DeviceKind.CUDA:
         return {"num_gpus": size, "num_cpus": 0, **extra}
-    resources = {RAY_RESOURCE[kind]: 1 if kind is Device.CPU else size}
+    resources = {RAY_RESOURCE[kind]: 1 if kind is DeviceKind.CPU else size}
     return {"resources": resources, "num_cpus": 0, **extra}
 
 
@@ -222,10 +222,10 @@ def _lock_cpu_group(count: int, wait_s: float = GROUP_WAIT_S) -> tuple[int, int]
 
 
 @contextlib.contextmanager
-def _task_group(kind: Device, kv_budget_bytes: int | None) -> Iterator[DeviceGroup]:
+def _task_group(kind: DeviceKind, kv_budget_bytes: int | None) -> Iterator[DeviceGroup]:
     """The device group Ray gave this task, as a DeviceGroup (CPU: locked for the task's lifetime)."""
     ray = _ray()
-    if kind is not Device.CPU:
+    if kind is not DeviceKind.CPU:
         ids = tuple(sorted(int(i) for i in ray.get_runtime_context().get_accelerator_ids()[RAY_RESOURCE[kind]]))
         yield DeviceGroup(kind, ids, min(ids))
         return
@@ -279,7 +279,7 @@ def _book_from(ray: Any, box: Sequence[Any]) -> PromptBook | None:
 def config_task(
     measurer: ConfigMeasurer,
     points: Sequence[SweepPoint],
-    kind: Device,
+    kind: DeviceKind,
     kv_budget_bytes: int | None,
     attempt: int,
     book_box: Sequence[Any] = (),

@@ -28,7 +28,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from workbench.recipes import Device
+from workbench.recipes import DeviceKind
 from workbench.serving.device_groups import DevicePool, local_pool, numa_groups
 from workbench.sweep.interference import CONFIRM_FILE, points_to_confirm
 from workbench.sweep.measure import ConfigMeasurer, Mode
@@ -162,7 +162,7 @@ class SweepRunner:
             for points in configs:
                 yield from self.measurer.results(points, None, status=self._status)
 
-    def _pool(self, kind: Device) -> DevicePool:
+    def _pool(self, kind: DeviceKind) -> DevicePool:
         execution = self.execution
         return local_pool(
             kind,

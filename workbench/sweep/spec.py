@@ -33,7 +33,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import (
-    Device,
+    DeviceKind,
     EngineArgs,
     Frozen,
     ServingRecipe,
@@ -415,7 +415,7 @@ def check_budget_keys(spec: SweepSpec, base: ServingRecipe) -> None:
         or any(p.gpu_memory_utilization is not None for p in spec.points)
         or bool(spec.adaptive and spec.adaptive.gpu_memory_utilization)
     )
-    if base.device is Device.CPU and uses_fraction:
+    if base.device is DeviceKind.CPU and uses_fraction:
         raise WorkbenchError(
             f"{where}: gpu_memory_utilization: the base recipe runs on cpu, where vLLM sizes the KV cache "
             "from bytes; sweep kv_cache_memory_bytes (e.g. [512MiB, 1GiB]) instead"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ascend_backend.attention import ATTENTION_OPS, npu
-from ascend_backend.device import npu_status
+from ascend_backend.attention import ATTENTION_OPS
+from ascend_backend.npu.adapters import attention as npu
+from ascend_backend.npu.device import npu_status
 from ascend_backend.registry import REGISTRY, Backend
 
 

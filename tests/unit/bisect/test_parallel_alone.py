@@ -11,7 +11,7 @@ import time
 
 from tests.unit.bisect.test_runner import ScriptedProbe, setup  # noqa: F401  (the fixture)
 from workbench.bisect.runner import Bisect
-from workbench.recipes import Device
+from workbench.recipes import DeviceKind
 from workbench.serving.device_groups import make_pool
 
 
@@ -42,7 +42,7 @@ def test_alone_steps_run_side_by_side_with_the_serial_verdict(setup):  # noqa: F
     recipe, plan, out = setup
     probe = GroupedProbe({"b": "crash", "c": "wrong"})
     writers: list[str] = []
-    bisect = Bisect(recipe, plan, out, probe=probe, pool=make_pool(Device.CPU, 2, cores=(0, 1)))
+    bisect = Bisect(recipe, plan, out, probe=probe, pool=make_pool(DeviceKind.CPU, 2, cores=(0, 1)))
     append = bisect.store.append
     bisect.store.append = lambda record: (writers.append(threading.current_thread().name), append(record))
     verdict = bisect.run(progress=False)
@@ -57,5 +57,5 @@ def test_alone_steps_run_side_by_side_with_the_serial_verdict(setup):  # noqa: F
     assert len(stored) == 5  # baseline, a, b, c, q (skipped): each once
 
     again = GroupedProbe({})
-    rerun = Bisect(recipe, plan, out, probe=again, pool=make_pool(Device.CPU, 2, cores=(0, 1))).run(progress=False)
+    rerun = Bisect(recipe, plan, out, probe=again, pool=make_pool(DeviceKind.CPU, 2, cores=(0, 1))).run(progress=False)
     assert again.calls == [] and rerun.culprits == ("b", "c")  # resumed from steps.jsonl

@@ -6,7 +6,7 @@ import pytest
 
 from ascend_backend.kv_cache.sizing import (
     BLOCK_SIZE_RULES,
-    CacheTarget,
+    DeviceKind,
     KVCacheMemoryError,
     KVCacheSpec,
     KVDtype,
@@ -55,7 +55,7 @@ def test_plan_on_a_64_gib_npu():
     budget = MemoryBudget(
         device_memory=64 * GIB, utilization=0.9, weights=16 * GIB, activation_peak=2 * GIB, runtime_reserve=GIB
     )
-    plan = plan_kv_cache(LLAMA3_8B, budget, block_size=128, target=CacheTarget.NPU, max_model_len=8192)
+    plan = plan_kv_cache(LLAMA3_8B, budget, block_size=128, target=DeviceKind.NPU, max_model_len=8192)
     # By hand: 64 GiB * 0.9 = 57.6 GiB; minus 16 + 2 + 1 GiB = 38.6 GiB for the KV cache.
     kv_bytes = 61_847_529_062 - 19 * GIB
     assert plan.kv_cache_bytes == kv_bytes == 41_446_434_406
@@ -69,7 +69,7 @@ def test_plan_on_a_64_gib_npu():
 def test_module_docstring_example_holds():
     qwen2_7b = KVCacheSpec(num_layers=28, num_kv_heads=4, head_size=128, dtype=KVDtype.BFLOAT16)
     budget = MemoryBudget(64 * GIB, 0.9, weights=15 * GIB, activation_peak=4 * GIB, runtime_reserve=2 * GIB)
-    plan = plan_kv_cache(qwen2_7b, budget, 128, CacheTarget.NPU, max_model_len=8192)
+    plan = plan_kv_cache(qwen2_7b, budget, 128, DeviceKind.NPU, max_model_len=8192)
     assert plan.bytes_per_block == 7_340_032
     assert plan.kv_cache_bytes == 39_298_950_758
     assert (plan.num_blocks, plan.max_concurrent_seqs) == (5354, 83)
@@ -78,8 +78,8 @@ def test_module_docstring_example_holds():
 def test_bigger_blocks_can_lower_concurrency():
     """Block 128 wastes up to 127 slots per sequence: at max_model_len 8200 it costs a whole sequence."""
     budget = MemoryBudget(device_memory=64 * GIB, utilization=0.9, weights=16 * GIB, activation_peak=3 * GIB)
-    small = plan_kv_cache(LLAMA3_8B, budget, 16, CacheTarget.CUDA, max_model_len=8200)
-    large = plan_kv_cache(LLAMA3_8B, budget, 128, CacheTarget.NPU, max_model_len=8200)
+    small = plan_kv_cache(LLAMA3_8B, budget, 16, DeviceKind.CUDA, max_model_len=8200)
+    large = plan_kv_cache(LLAMA3_8B, budget, 128, DeviceKind.NPU, max_model_len=8200)
     # KV bytes: 61,847,529,062 - 19 GiB = 41,446,434,406 either way.
     assert small.num_blocks == 41_446_434_406 // (2 * MIB) == 19763
     assert large.num_blocks == 41_446_434_406 // (16 * MIB) == 2470
@@ -90,16 +90,16 @@ def test_bigger_blocks_can_lower_concurrency():
 
 def test_high_utilization_warns_on_npu_only():
     budget = MemoryBudget(device_memory=64 * GIB, utilization=0.97, weights=16 * GIB)
-    npu = plan_kv_cache(LLAMA3_8B, budget, 128, CacheTarget.NPU, max_model_len=4096)
+    npu = plan_kv_cache(LLAMA3_8B, budget, 128, DeviceKind.NPU, max_model_len=4096)
     assert len(npu.warnings) == 1 and "above 0.95" in npu.warnings[0] and "CANN" in npu.warnings[0]
-    cpu = plan_kv_cache(LLAMA3_8B, budget, 128, CacheTarget.CPU, max_model_len=4096)
+    cpu = plan_kv_cache(LLAMA3_8B, budget, 128, DeviceKind.CPU, max_model_len=4096)
     assert cpu.warnings == ()
 
 
 def test_no_memory_left_names_the_knobs():
     budget = MemoryBudget(device_memory=32 * GIB, utilization=0.85, weights=26 * GIB, activation_peak=2 * GIB)
     with pytest.raises(KVCacheMemoryError) as err:
-        plan_kv_cache(LLAMA3_8B, budget, 128, CacheTarget.NPU, max_model_len=32768, max_num_seqs=256)
+        plan_kv_cache(LLAMA3_8B, budget, 128, DeviceKind.NPU, max_model_len=32768, max_num_seqs=256)
     message = str(err.value)
     # 32 GiB * 0.85 = 27.2 GiB; minus 28 GiB = -0.80 GiB.
     assert "no memory left for the KV cache" in message and "-0.80 GiB" in message
@@ -110,22 +110,22 @@ def test_no_memory_left_names_the_knobs():
 def test_exactly_zero_left_is_also_an_error():
     budget = MemoryBudget(device_memory=10 * GIB, utilization=0.5, weights=5 * GIB)
     with pytest.raises(KVCacheMemoryError, match="= 0.00 GiB"):
-        plan_kv_cache(LLAMA3_8B, budget, 16, CacheTarget.CUDA, max_model_len=1024)
+        plan_kv_cache(LLAMA3_8B, budget, 16, DeviceKind.CUDA, max_model_len=1024)
 
 
 def test_one_sequence_must_fit():
     # 1 GiB of KV = 64 blocks of 16 MiB; 63 usable after the null block hold 63 * 128 = 8064 tokens.
     budget = MemoryBudget(device_memory=20 * GIB, utilization=1.0, weights=19 * GIB)
     with pytest.raises(KVCacheMemoryError, match=r"cannot hold one sequence of --max-model-len 16384") as err:
-        plan_kv_cache(LLAMA3_8B, budget, 128, CacheTarget.NPU, max_model_len=16384)
+        plan_kv_cache(LLAMA3_8B, budget, 128, DeviceKind.NPU, max_model_len=16384)
     assert "lower --max-model-len to at most 8064" in str(err.value)
-    fits = plan_kv_cache(LLAMA3_8B, budget, 128, CacheTarget.NPU, max_model_len=8064)
+    fits = plan_kv_cache(LLAMA3_8B, budget, 128, DeviceKind.NPU, max_model_len=8064)
     assert fits.num_blocks == 64 and fits.max_concurrent_seqs == 1
 
 
 def test_fewer_full_length_sequences_than_max_num_seqs_warns():
     budget = MemoryBudget(device_memory=20 * GIB, utilization=1.0, weights=18 * GIB)  # 128 blocks
-    plan = plan_kv_cache(LLAMA3_8B, budget, 128, CacheTarget.CPU, max_model_len=4096, max_num_seqs=8)
+    plan = plan_kv_cache(LLAMA3_8B, budget, 128, DeviceKind.CPU, max_model_len=4096, max_num_seqs=8)
     assert plan.max_concurrent_seqs == 127 // 32 == 3
     assert len(plan.warnings) == 1 and "only 3 sequences of 4096 tokens" in plan.warnings[0]
 
@@ -133,14 +133,14 @@ def test_fewer_full_length_sequences_than_max_num_seqs_warns():
 @pytest.mark.parametrize(
     ("target", "block_size", "problem"),
     [
-        (CacheTarget.NPU, 128, None),
-        (CacheTarget.NPU, 16, "use [128]"),
-        (CacheTarget.NPU, 256, "use [128]"),
-        (CacheTarget.CPU, 32, None),
-        (CacheTarget.CPU, 128, None),
-        (CacheTarget.CPU, 16, "a multiple of 32"),
-        (CacheTarget.CUDA, 16, None),
-        (CacheTarget.CUDA, 8, "a multiple of 16"),
+        (DeviceKind.NPU, 128, None),
+        (DeviceKind.NPU, 16, "use [128]"),
+        (DeviceKind.NPU, 256, "use [128]"),
+        (DeviceKind.CPU, 32, None),
+        (DeviceKind.CPU, 128, None),
+        (DeviceKind.CPU, 16, "a multiple of 32"),
+        (DeviceKind.CUDA, 16, None),
+        (DeviceKind.CUDA, 8, "a multiple of 16"),
     ],
 )
 def test_block_size_rules(target, block_size, problem):
@@ -154,7 +154,7 @@ def test_block_size_rules(target, block_size, problem):
 def test_wrong_block_size_is_refused_by_the_planner():
     budget = MemoryBudget(device_memory=64 * GIB, utilization=0.9, weights=16 * GIB)
     with pytest.raises(KVCacheMemoryError, match="--block-size 16 does not suit the npu target"):
-        plan_kv_cache(LLAMA3_8B, budget, 16, CacheTarget.NPU, max_model_len=4096)
+        plan_kv_cache(LLAMA3_8B, budget, 16, DeviceKind.NPU, max_model_len=4096)
 
 
 def test_bad_inputs():

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from packaging.version import Version
 
-from ascend_backend import kernels
-from ascend_backend.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
-from ascend_backend.kernels.table import releases
+from ascend_backend.npu import kernels
+from ascend_backend.npu.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
+from ascend_backend.npu.kernels.table import releases
 from tests.unit.npu_contract.schema import branch_for
 
 DEVICE = torch.device("meta")
@@ -162,7 +162,8 @@ def _paged(seq_lens: list[int], heads_kv: int, head: int, dtype: torch.dtype, bl
 
 
 def inputs(op: str, call: CallFacts, dtype: torch.dtype) -> tuple[Any, ...]:
-    """Positional arguments of the op (the signatures in ascend_backend.attention.ops / ascend_backend.ops)."""
+    """Positional arguments of the op (its declaration: ascend_backend.attention.ops, ascend_backend.ops,
+    ascend_backend.quantization.ops)."""
     head = call.head_size or 128
     heads, kv_heads = 8, 2
     scale = head**-0.5
@@ -223,6 +224,16 @@ def inputs(op: str, call: CallFacts, dtype: torch.dtype) -> tuple[Any, ...]:
         return (_act(4, 512, dtype=dtype),)
     if op in ("quick_gelu", "gelu", "gelu_tanh"):
         return (_act(4, 256, dtype=dtype),)
+    if op in ("w8a8_linear", "w8a8_dynamic_linear"):
+        # The layer as the checkpoint readers hand it over: weight [K, N] int8, float32 scales (the adapter
+        # converts deq_scale to what the kernel takes for the output dtype).
+        tokens, k, n = 5, 256, 128
+        weight = torch.empty(k, n, dtype=torch.int8, device=DEVICE)
+        if op == "w8a8_dynamic_linear":
+            return _act(tokens, k, dtype=dtype), weight, _act(n, dtype=torch.float32), _act(n, dtype=dtype)
+        offset = torch.empty(1, dtype=torch.int8, device=DEVICE)
+        deq_scale, quant_bias = _act(n, dtype=torch.float32), torch.empty(n, dtype=torch.int32, device=DEVICE)
+        return _act(tokens, k, dtype=dtype), weight, _act(1, dtype=dtype), offset, deq_scale, quant_bias
     raise KeyError(f"no contract inputs for op {op!r}")
 
 

@@ -36,6 +36,9 @@ ACLNN_FUNCTIONS = (
     "npu_fused_infer_attention_score",
     "npu_scatter_pa_kv_cache",
     "npu_fusion_attention",
+    "npu_quantize",
+    "npu_dynamic_quant",
+    "npu_quant_matmul",
 )
 ATB_FUNCTIONS = (
     "_npu_reshape_and_cache",

@@ -7,7 +7,13 @@ int32 host tensor (seq_lens_cpu, attention_v1.py@v0.11.0); block tables and slot
 the device (AscendMetadata); FIA's "TND" lengths are cumulative ends and sparse_mode 3 needs the
 2048 x 2048 int8 causal mask (attention_v1.py@v0.13.0, attention_mask.py@v0.13.0); `_npu_rotary_embedding`
 rotates pairs across `head_size` columns of a cache exactly that wide (RopeAtb.cpp); npu_mrope accepts
-rotary_mode 'half' or 'interleave' only (RopeWithSinCosCacheKernelNpuOpApi.cpp@master).
+rotary_mode 'half' or 'interleave' only (RopeWithSinCosCacheKernelNpuOpApi.cpp@master). The W8A8 calls
+get what vllm-ascend hands them (quantization/w8a8.py and w8a8_dynamic.py, v0.8.4rc2 to v0.13.0, then
+quantization/methods/): int8 (qint8) activations quantized along the last axis with the per-tensor scale
+and offset repeated to K (process_weights_after_loading), the offset int8 with div_mode=True
+(w8a8.py@v0.8.5rc1) and in the scale's dtype with div_mode=False (w8a8.py@v0.9.0rc1 on); an int8 [K, N]
+weight (transposed once after loading); a deq_scale stored int64 for float16 output and float32 for
+bfloat16 (get_perchannel_param), an int32 quant_bias; per-token float32 scales from npu_dynamic_quant.
 
 `problems(call, device)` returns every broken rule as text; an empty list means the call is in contract.
 Values computed by the stand-in are never looked at: only the arguments our adapters built.
@@ -40,6 +46,8 @@ ACTIVATIONS = {
     "npu_add_rms_norm": ("x1", "x2", "gamma"),
     "npu_swiglu": ("self",),
     "npu_fast_gelu": ("self",),
+    "npu_quantize": ("self", "scales"),
+    "npu_dynamic_quant": ("input",),
 }
 HOST_INT32 = {
     "_npu_flash_attention": ("seq_len",),
@@ -210,6 +218,52 @@ def _rope(name: str, a: dict[str, Any]) -> list[str]:
     return out
 
 
+def _quantize(a: dict[str, Any]) -> list[str]:
+    out, x, scales, zero = [], a["self"], a["scales"], a.get("zero_points")
+    k = x.shape[-1]
+    if a.get("dtype") != torch.qint8:
+        out.append(f"dtype {a.get('dtype')} is not torch.qint8")
+    if a.get("axis", 1) != -1:
+        out.append(f"axis {a.get('axis', 1)}: the scale goes along the last axis (-1)")
+    if list(scales.shape) != [k]:
+        out.append(f"scales {list(scales.shape)} is not [K={k}] (the per-tensor scale repeated to K)")
+    want = torch.int8 if a.get("div_mode", True) else scales.dtype
+    if zero is None or list(zero.shape) != [k] or zero.dtype != want:
+        got = None if zero is None else f"{zero.dtype} {list(zero.shape)}"
+        out.append(f"zero_points must be [K={k}] {want} with div_mode={a.get('div_mode', True)}, got {got}")
+    return out
+
+
+def _quant_matmul(a: dict[str, Any], device: torch.device) -> list[str]:
+    out, x1, x2, scale = [], a["x1"], a["x2"], a["scale"]
+    tensors = {n: a[n] for n in ("x1", "x2", "scale", "bias", "pertoken_scale") if isinstance(a.get(n), torch.Tensor)}
+    out += [f"{n} is on {t.device}, not the device {device}" for n, t in tensors.items() if t.device != device]
+    if x1.dtype != torch.int8 or x2.dtype != torch.int8:
+        out.append(f"x1 {x1.dtype} and x2 {x2.dtype} must be int8")
+    if x2.dim() != 2 or x2.shape[0] != x1.shape[-1]:
+        out.append(f"x2 {list(x2.shape)} is not [K={x1.shape[-1]}, N]")
+    n = x2.shape[-1]
+    output = a.get("output_dtype")
+    if output not in ACTIVATION_DTYPES:
+        out.append(f"output_dtype {output} is not float16/bfloat16")
+    if list(scale.shape) != [n]:
+        out.append(f"scale {list(scale.shape)} is not [N={n}]")
+    bias, pertoken = a.get("bias"), a.get("pertoken_scale")
+    if bias is not None and list(bias.shape) != [n]:
+        out.append(f"bias {list(bias.shape)} is not [N={n}]")
+    if pertoken is None:  # static: deq_scale and quant_bias as msmodelslim stores them
+        want = torch.int64 if output == torch.float16 else torch.float32
+        if scale.dtype != want:
+            out.append(f"static deq_scale is {scale.dtype}; for {output} output it is {want}")
+        if bias is not None and bias.dtype != torch.int32:
+            out.append(f"static quant_bias is {bias.dtype}, not int32")
+    elif pertoken.dtype != torch.float32 or list(pertoken.shape) != [x1.shape[0]] or x1.dim() != 2:
+        out.append(
+            f"pertoken_scale must be float32 [{x1.shape[0]}] for 2-D x1, got {pertoken.dtype} {list(pertoken.shape)}"
+        )
+    return out
+
+
 def problems(call: Call, device: torch.device) -> list[str]:
     """Every rule `call` breaks (empty when it is in contract)."""
     name, a = call.function, call.arguments
@@ -233,6 +287,12 @@ def problems(call: Call, device: torch.device) -> list[str]:
         x = a.get("self", a.get("x1"))
         if list(a["gamma"].shape) != [x.shape[-1]]:
             found.append(f"gamma {list(a['gamma'].shape)} is not [hidden={x.shape[-1]}]")
+    elif name == "npu_quantize":
+        found += _quantize(a)
+    elif name == "npu_quant_matmul":
+        found += _quant_matmul(a, device)
+    elif name == "npu_dynamic_quant" and a.get("dst_type") not in (None, torch.int8):
+        found.append(f"dst_type {a.get('dst_type')}: W8A8_DYNAMIC quantizes to int8")
     elif name == "npu_swiglu" and a["self"].shape[-1] % 2:
         found.append("npu_swiglu needs an even last dim")
     return [f"{name}: {p}" for p in found]

@@ -33,7 +33,11 @@ def _kind_ok(param: Param, value: Any) -> bool:
     if param.type == "Tensor":
         return isinstance(value, torch.Tensor)
     if param.type in ("int", "SymInt"):
-        return isinstance(value, int) and not isinstance(value, bool)
+        # torch's schema binding turns a dtype into its ScalarType number for an `int` (op-plugin 26.x declares
+        # `int dtype` where 7.x said `ScalarType dtype`, and its own tests still pass torch.qint8 there).
+        return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, torch.dtype)
+    if param.type == "ScalarType":
+        return isinstance(value, torch.dtype)
     if param.type == "float":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if param.type == "bool":
@@ -86,12 +90,20 @@ RESULTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "npu_apply_rotary_pos_emb": lambda a: (_like(a["query"]), _like(a["key"])),
     "npu_fused_infer_attention_score": lambda a: (_like(a["query"]), torch.empty(1, device=a["query"].device)),
     "npu_fusion_attention": lambda a: (_like(a["query"]), None, None, None, 0, 0, 0),
+    "npu_quantize": lambda a: torch.empty(a["self"].shape, dtype=torch.int8, device=a["self"].device),
+    "npu_dynamic_quant": lambda a: (
+        torch.empty(a["input"].shape, dtype=torch.int8, device=a["input"].device),
+        torch.empty(a["input"].shape[:-1], dtype=torch.float32, device=a["input"].device),
+    ),
+    "npu_quant_matmul": lambda a: torch.empty(
+        *a["x1"].shape[:-1], a["x2"].shape[-1], dtype=a.get("output_dtype") or torch.int8, device=a["x1"].device
+    ),
 }
 
 
 @dataclass
 class StandIn:
-    """`module` is what the adapters get from `ascend_backend.device.torch_npu()`; `calls` what they did."""
+    """`module` is what the guard hands the adapters (from `ascend_backend.npu.device.torch_npu()`); `calls` what they did."""
 
     signatures: dict[str, Signature]
     calls: list[Call] = field(default_factory=list)

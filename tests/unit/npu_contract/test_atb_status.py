@@ -12,9 +12,10 @@ import types
 
 import pytest
 
-import ascend_backend.device as device_mod
-from ascend_backend import kernels
-from ascend_backend.device import NpuStatus, NpuUnavailable, classify_atb_load, classify_npu_import_error
+import ascend_backend.npu.device as device_mod
+from ascend_backend.npu import kernels
+from ascend_backend.npu.device import classify_atb_load, classify_npu_import_error
+from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
 
 NNAL_MESSAGE = (
     "Please check that the nnal package is installed. Please run 'source set_env.sh' in the NNAL installation path."

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from ascend_backend import envs, kernels
-from ascend_backend.kernels import ChipFamily, GraphMode, StackFacts, chip_family
-from ascend_backend.kernels.context import apply_override, build_context, facts_from_stack
-from ascend_backend.kernels.recipes import RECIPES
+from ascend_backend import envs
+from ascend_backend.npu import kernels
+from ascend_backend.npu.kernels import ChipFamily, GraphMode, StackFacts, chip_family
+from ascend_backend.npu.kernels.context import apply_override, build_context, facts_from_stack
+from ascend_backend.npu.kernels.recipes import RECIPES
 from ascend_backend.registry import REGISTRY
 
 

@@ -3,7 +3,7 @@
 For each row and each op-plugin branch its releases ship with (torch_npu -> branch, evidence in
 data/op_plugin_schemas.json), the adapter runs with torch_npu replaced by a recording stand-in built
 from that branch's schemas, on `meta` tensors (the NPU's stand-in device: real shapes and dtypes, no
-data). The test checks what we pass: the function the row names and nothing else, names, arity and
+data). The test checks what we pass: the functions the row names, in order, and nothing else, names, arity and
 keyword-only arguments (binding fails otherwise), that the branch implements the function for the release's torch,
 and the rules in `rules.py` (dtypes, devices, int32 host lengths, layouts, consistent sizes). Rows that
 say native must be refused by the adapter's guard with the row's reason, and make no call.
@@ -14,10 +14,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-import ascend_backend.device as device_mod
-import ascend_backend.ops.rotary as rotary_mod
-from ascend_backend.device import NpuStatus, NpuUnavailable
-from ascend_backend.kernels import OVERRIDE_VAR
+import ascend_backend.npu.adapters.rotary as rotary_mod
+import ascend_backend.npu.device as device_mod
+from ascend_backend.npu.kernels import OVERRIDE_VAR, calls
+from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
 from ascend_backend.registry import REGISTRY, Backend
 from tests.unit.npu_contract.cases import DEVICE, Case, all_cases_by_dtype, cases, inputs, torch_minor
 from tests.unit.npu_contract.rules import problems
@@ -30,7 +30,7 @@ CASES = all_cases_by_dtype()
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    """Install a stand-in for a branch; the adapters get it from ascend_backend.device.torch_npu()."""
+    """Install a stand-in for a branch; the guard hands it to the adapters from ascend_backend.npu.device.torch_npu()."""
 
     def install(branch: str) -> StandIn:
         fake = StandIn(signatures(branch))
@@ -59,7 +59,7 @@ def _run(case: Case, dtype: torch.dtype, stand_in, monkeypatch) -> tuple[StandIn
 
 def test_every_row_is_reachable_and_has_cases():
     ids = {c.row.id for c in cases()}
-    from ascend_backend.kernels import kernel_table
+    from ascend_backend.npu.kernels import kernel_table
 
     assert ids == {r.id for r in kernel_table()}
 
@@ -75,10 +75,10 @@ def test_adapter_call_fits_the_declared_interface(case, dtype, stand_in, monkeyp
         assert fake.calls == []
         return
     assert reason is None, reason
-    assert [c.function for c in fake.calls] == [case.row.kernel]
-    call = fake.calls[0]
-    assert available(case.branch, call.function, torch_minor(case.torch_npu))
-    assert problems(call, DEVICE) == []
+    assert [c.function for c in fake.calls] == list(calls(case.row.kernel))
+    for call in fake.calls:
+        assert available(case.branch, call.function, torch_minor(case.torch_npu))
+        assert problems(call, DEVICE) == []
 
 
 def test_float32_is_refused_before_any_kernel(stand_in, monkeypatch):
@@ -88,6 +88,16 @@ def test_float32_is_refused_before_any_kernel(stand_in, monkeypatch):
     args = inputs("paged_decode_attention", decode.call, torch.float32)
     reason = REGISTRY.entry("paged_decode_attention").supports[Backend.NPU](*args)
     assert "float32" in reason and fake.calls == []
+
+
+@pytest.mark.parametrize("op", ["w8a8_linear", "w8a8_dynamic_linear"])
+def test_float32_w8a8_activations_are_refused_before_any_kernel(op, stand_in, monkeypatch):
+    # npu_quant_matmul writes float16/bfloat16 (or int8), never float32: the native integer path serves.
+    case = next(c for c in cases() if c.row.op == op and c.row.recipe != "native")
+    fake = stand_in(case.branch)
+    monkeypatch.setenv(OVERRIDE_VAR, case.override)
+    reason = REGISTRY.entry(op).supports[Backend.NPU](*inputs(op, case.call, torch.float32))
+    assert "torch.float32 x" in reason and fake.calls == []
 
 
 def test_a_kwarg_the_branch_does_not_declare_fails_binding(stand_in, monkeypatch):

@@ -5,12 +5,9 @@ from __future__ import annotations
 import yaml
 from packaging.version import Version
 
-import ascend_backend.attention.npu as attention_npu
-import ascend_backend.ops.activation as activation
-import ascend_backend.ops.multimodal_rotary as multimodal_rotary
-import ascend_backend.ops.norm as norm
-import ascend_backend.ops.rotary as rotary
-from ascend_backend.kernels import RECIPES, kernel_table, releases
+from ascend_backend.npu.guard import NpuOp
+from ascend_backend.npu.kernels import RECIPES, kernel_table, releases
+from ascend_backend.registry import REGISTRY, Backend
 from tests.conftest import REPO_ROOT
 
 
@@ -27,10 +24,19 @@ def test_releases_outside_the_matrix_are_only_newer_ones():
     assert all(r.release > newest_in_matrix for r in releases() if not r.in_matrix)
 
 
+def test_every_npu_implementation_comes_from_the_guard_factory():
+    adapters = {
+        op: REGISTRY.entry(op).impls[Backend.NPU] for op in REGISTRY.ops() if Backend.NPU in REGISTRY.entry(op).impls
+    }
+    assert adapters and all(isinstance(impl, NpuOp) for impl in adapters.values()), adapters
+    assert {op: REGISTRY.entry(op).supports[Backend.NPU] for op in adapters} == {
+        op: impl.supports for op, impl in adapters.items()
+    }
+
+
 def test_every_recipe_is_implemented_by_an_adapter():
-    implemented: dict[str, frozenset[str]] = {}
-    for module in (attention_npu, rotary, multimodal_rotary, norm, activation):
-        implemented.update(module.IMPLEMENTED)
+    adapters = {op: REGISTRY.entry(op).impls.get(Backend.NPU) for op in REGISTRY.ops()}
+    implemented = {op: frozenset(impl.recipes) for op, impl in adapters.items() if impl is not None}
     declared = {op: frozenset(recipes) for op, recipes in RECIPES.items() if recipes}
     assert implemented == declared
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import ascend_backend.device as device_mod
-import ascend_backend.ops.rotary as rotary_mod
-from ascend_backend.device import NpuStatus, NpuUnavailable
-from ascend_backend.ops.rotary import AtbRopeCache, build_cos_sin_cache, rotary_embedding_npu
+import ascend_backend.npu.adapters.rotary as rotary_mod
+import ascend_backend.npu.device as device_mod
+from ascend_backend.npu.adapters.rotary import AtbRopeCache, rotary_embedding_npu
+from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
+from ascend_backend.ops.rotary import build_cos_sin_cache
 from tests.unit.npu_contract.rules import problems
 from tests.unit.npu_contract.schema import signatures
 from tests.unit.npu_contract.stand_in import StandIn
@@ -57,7 +58,7 @@ def test_the_same_layer_cache_stays_on_the_atb_kernel(npu):
 def test_a_second_cache_goes_to_npu_mrope_with_its_own_cache(npu, caplog):
     first, second = build_cos_sin_cache(64, 128, base=10000.0), build_cos_sin_cache(64, 128, base=500000.0)
     call(first)
-    with caplog.at_level("WARNING", logger="ascend_backend.ops.rotary"):
+    with caplog.at_level("WARNING", logger="ascend_backend.npu.adapters.rotary"):
         call(second)
         call(second)
     assert kernels_called(npu) == ["_npu_rotary_embedding", "npu_mrope", "npu_mrope"]

@@ -9,8 +9,16 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from ascend_backend.kernels import CallFacts, ChipFamily, GraphMode, SelectionContext, kernel_table, releases, select
-from ascend_backend.kernels.recipes import RECIPES, STATES
+from ascend_backend.npu.kernels import (
+    CallFacts,
+    ChipFamily,
+    GraphMode,
+    SelectionContext,
+    kernel_table,
+    releases,
+    select,
+)
+from ascend_backend.npu.kernels.recipes import RECIPES, STATES
 
 ATTENTION = list(STATES)
 TYPICAL = CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24))
@@ -161,6 +169,33 @@ def test_quick_gelu_and_gemma_norm():
     assert kernel("gemma_rms_norm", "0.10.2rc1") == "native" and kernel("gemma_rms_norm", "0.11.0rc0") == "npu_rms_norm"
     assert select("add_rms_norm", ctx("0.13.0", ChipFamily.P310), TYPICAL).recipe == "add_then_npu_rms_norm"
     assert kernel("gelu", "0.23.0") == "native"
+
+
+def test_w8a8_static_quantizes_by_division_in_v0_8_and_by_the_reciprocal_from_v0_9():
+    # quantization/w8a8.py: npu_quantize(..., True) with the scale and the int8 offset @v0.8.5rc1;
+    # (..., False) with 1 / scale and the offset in the model dtype from @v0.9.0rc1 (and on main).
+    recipe = {r: select("w8a8_linear", ctx(r), TYPICAL).recipe for r in ("0.8.4rc2", "0.8.5rc1", "0.9.0rc1", "0.26.0")}
+    assert recipe == {
+        "0.8.4rc2": "quantize_divide",
+        "0.8.5rc1": "quantize_divide",
+        "0.9.0rc1": "quantize_reciprocal",
+        "0.26.0": "quantize_reciprocal",
+    }
+    assert kernel("w8a8_linear", "0.18.0") == "npu_quantize + npu_quant_matmul"
+    assert kernel("w8a8_dynamic_linear", "0.8.4rc2") == "npu_dynamic_quant + npu_quant_matmul"
+    assert kernel("w8a8_dynamic_linear", "0.25.1rc1", chip=ChipFamily.A5) == "npu_dynamic_quant + npu_quant_matmul"
+
+
+def test_w8a8_before_vllm_ascend_had_its_own_and_on_310p_nz_weights_go_native():
+    # v0.7.3: quantizer.py hands quantization to MindIE Turbo; 310P keeps the int8 weight in FRACTAL_NZ
+    # (w8a8.py@v0.9.2rc1 is_310p; the 310P dynamic scheme from _310p/... @v0.15.0rc1).
+    for op in ("w8a8_linear", "w8a8_dynamic_linear"):
+        choice = select(op, ctx("0.7.3"), TYPICAL)
+        assert choice.native and "MindIE Turbo" in choice.reason
+    assert kernel("w8a8_linear", "0.9.1", chip=ChipFamily.P310) == "npu_quantize + npu_quant_matmul"
+    assert kernel("w8a8_linear", "0.9.2rc1", chip=ChipFamily.P310) == "native"
+    assert kernel("w8a8_dynamic_linear", "0.14.0rc1", chip=ChipFamily.P310) == "npu_dynamic_quant + npu_quant_matmul"
+    assert select("w8a8_dynamic_linear", ctx("0.15.0rc1", ChipFamily.P310), TYPICAL).row.id == "w8a8_dynamic.310p"
 
 
 def test_unknown_release_goes_native_with_the_reason():

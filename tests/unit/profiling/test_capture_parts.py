@@ -11,7 +11,7 @@ import pytest
 
 from workbench.errors import WorkbenchError
 from workbench.profiling import capture
-from workbench.recipes import Device, load_serving_recipe
+from workbench.recipes import DeviceKind, load_serving_recipe
 
 
 def test_profiler_config_is_accepted_by_vllms_own_config(tmp_path):
@@ -49,7 +49,7 @@ def test_window_outputs_keep_only_the_windows_prefix(tmp_path):
         "h_9.async_llm.3.pt.trace.json.gz",
     ):
         (tmp_path / name).write_bytes(b"")
-    found = capture.window_outputs(tmp_path, "p1", Device.CPU)
+    found = capture.window_outputs(tmp_path, "p1", DeviceKind.CPU)
     assert [p.name for p in found] == ["p1_dp0_pp0_tp0_dcp0_ep0_rank0.1.pt.trace.json.gz"]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ascend_backend.kv_cache.sizing import NPU_UTILIZATION_CEILING, CacheTarget, utilization_warning
+from ascend_backend.kv_cache.sizing import NPU_UTILIZATION_CEILING, DeviceKind, utilization_warning
 from tests.conftest import REPO_ROOT
 from workbench import cli
 from workbench.recipes import load_serving_recipe
@@ -39,7 +39,7 @@ def test_npu_recipe_above_the_ceiling_warns_with_sizings_words(tmp_path):
         recipe = load_serving_recipe(path)
     (message,) = [str(w.message) for w in caught]
     # the one statement of the rule lives in ascend_backend.kv_cache.sizing; the recipe names file and field
-    assert utilization_warning(CacheTarget.NPU, 0.97) in message
+    assert utilization_warning(DeviceKind.NPU, 0.97) in message
     assert str(path) in message and "engine.gpu_memory_utilization" in message and "§11" in message
     assert recipe.engine.gpu_memory_utilization == 0.97  # a warning, never a refusal
 
@@ -114,7 +114,9 @@ from workbench.sweep.spec import expand, load_base_recipe, load_sweep_spec
 spec = load_sweep_spec("cpu-tiny")
 points = expand(spec, load_base_recipe(spec))
 load_serving_recipe("cpu-tiny")
-print(len(points), sorted(m for m in ("torch", "ascend_backend") if m in sys.modules))
+# The recipe's device enum and the utilization rule are ascend_backend's torch-free modules; the registry,
+# the ops and torch must stay out (every sweep, serve and bench reads a recipe before its first server).
+print(len(points), sorted(m for m in ("torch", "ascend_backend.registry", "ascend_backend.ops") if m in sys.modules))
 """
 
 

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import (
-    Device,
+    DeviceKind,
     DType,
     EngineArgs,
     list_serving_recipes,
@@ -32,7 +32,7 @@ def test_shipped_recipes_load_and_are_frozen():
     names = list_serving_recipes()
     assert {"cpu-tiny", "cpu-smollm2", "ascend-7b-chat"} <= set(names)
     tiny = load_serving_recipe("cpu-tiny")
-    assert tiny.embedded_model == "tiny" and tiny.device is Device.CPU
+    assert tiny.embedded_model == "tiny" and tiny.device is DeviceKind.CPU
     assert tiny.engine.block_size % 32 == 0
     with pytest.raises(ValidationError, match="frozen"):
         tiny.max_model_len = 5
@@ -40,7 +40,7 @@ def test_shipped_recipes_load_and_are_frozen():
 
 def test_ascend_example_matches_the_source_check():
     recipe = load_serving_recipe("ascend-7b-chat")
-    assert recipe.device is Device.NPU
+    assert recipe.device is DeviceKind.NPU
     assert recipe.dtype is DType.FLOAT16
     assert recipe.max_model_len == 8192
     assert recipe.engine.gpu_memory_utilization == 0.85

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.recipes import Device, ServingRecipe
+from workbench.recipes import DeviceKind, ServingRecipe
 from workbench.serving.device_groups import (
     GIB,
     PORT_BASE,
@@ -31,14 +31,14 @@ from workbench.serving.device_groups import (
 from workbench.serving.server import plan_launch
 
 
-def recipe(tmp_path: Path, device: Device = Device.CPU, tp: int = 1, pp: int = 1, **engine) -> ServingRecipe:
+def recipe(tmp_path: Path, device: DeviceKind = DeviceKind.CPU, tp: int = 1, pp: int = 1, **engine) -> ServingRecipe:
     """A recipe on a local (empty) model directory: plan_launch resolves it without preparing a model."""
     return ServingRecipe(
         name="r",
         device=device,
         model=str(tmp_path),
         engine={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, **engine},
-        env={"VLLM_CPU_KVCACHE_SPACE": "1"} if device is Device.CPU else {},
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"} if device is DeviceKind.CPU else {},
     )
 
 
@@ -54,11 +54,11 @@ def test_parse_devices_ranges_and_lists():
 
 
 def test_visible_devices_prefers_the_variable_then_the_count():
-    assert visible_devices(Device.NPU, {"ASCEND_RT_VISIBLE_DEVICES": "4,5,6,7"}, count=4) == (4, 5, 6, 7)
-    assert visible_devices(Device.CUDA, {"CUDA_VISIBLE_DEVICES": "1"}, count=8) == (1,)
-    assert visible_devices(Device.NPU, {}, count=3) == (0, 1, 2)
+    assert visible_devices(DeviceKind.NPU, {"ASCEND_RT_VISIBLE_DEVICES": "4,5,6,7"}, count=4) == (4, 5, 6, 7)
+    assert visible_devices(DeviceKind.CUDA, {"CUDA_VISIBLE_DEVICES": "1"}, count=8) == (1,)
+    assert visible_devices(DeviceKind.NPU, {}, count=3) == (0, 1, 2)
     with pytest.raises(WorkbenchError, match="ASCEND_RT_VISIBLE_DEVICES or pass --devices"):
-        visible_devices(Device.NPU, {}, count=0)
+        visible_devices(DeviceKind.NPU, {}, count=0)
 
 
 def test_resolve_parallel():
@@ -133,19 +133,19 @@ def test_plan_launch_in_a_group_uses_its_port_binding_and_kv_share(tmp_path):
 
 
 def test_npu_and_gpu_groups_set_visible_devices_and_their_own_ports(tmp_path):
-    npu = DeviceGroup(Device.NPU, (2, 3), slot=2).launch(recipe(tmp_path, Device.NPU, tp=2), {})
+    npu = DeviceGroup(DeviceKind.NPU, (2, 3), slot=2).launch(recipe(tmp_path, DeviceKind.NPU, tp=2), {})
     assert npu.env["ASCEND_RT_VISIBLE_DEVICES"] == "2,3"
     assert npu.env["HCCL_IF_BASE_PORT"] == str(60000 + 2 * PORT_STRIDE)
-    other = DeviceGroup(Device.NPU, (0, 1), slot=0).launch(recipe(tmp_path, Device.NPU, tp=2), {})
+    other = DeviceGroup(DeviceKind.NPU, (0, 1), slot=0).launch(recipe(tmp_path, DeviceKind.NPU, tp=2), {})
     assert other.env["HCCL_IF_BASE_PORT"] == "60000" and other.env["VLLM_PORT"] != npu.env["VLLM_PORT"]
-    gpu = DeviceGroup(Device.CUDA, (5,), slot=5).launch(recipe(tmp_path, Device.CUDA), {})
+    gpu = DeviceGroup(DeviceKind.CUDA, (5,), slot=5).launch(recipe(tmp_path, DeviceKind.CUDA), {})
     assert gpu.env["CUDA_VISIBLE_DEVICES"] == "5" and "HCCL_IF_BASE_PORT" not in gpu.env
     with pytest.raises(WorkbenchError, match="runs on cpu, but the device group npu:2-3"):
-        DeviceGroup(Device.NPU, (2, 3), slot=2).launch(recipe(tmp_path), {})
+        DeviceGroup(DeviceKind.NPU, (2, 3), slot=2).launch(recipe(tmp_path), {})
 
 
 def test_card_pool_cuts_aligned_groups_by_tp_size():
-    pool = DevicePool(Device.NPU, devices=range(8))
+    pool = DevicePool(DeviceKind.NPU, devices=range(8))
     tp2 = pool.acquire(2)
     tp1 = pool.acquire(1)
     tp2b = pool.acquire(2)
@@ -159,20 +159,20 @@ def test_card_pool_cuts_aligned_groups_by_tp_size():
 
 
 def test_card_pool_caps_concurrent_groups_and_refuses_what_never_fits(tmp_path):
-    pool = make_pool(Device.NPU, 2, devices=(0, 1, 2, 3))
+    pool = make_pool(DeviceKind.NPU, 2, devices=(0, 1, 2, 3))
     first, second = pool.acquire(1), pool.acquire(1)
     assert first and second and pool.acquire(1) is None  # --parallel 2: two servers at most
-    pool.check_fits([recipe(tmp_path, Device.NPU, tp=4)])
+    pool.check_fits([recipe(tmp_path, DeviceKind.NPU, tp=4)])
     with pytest.raises(WorkbenchError, match="= 8, but there are only 4 NPU devices"):
-        pool.check_fits([recipe(tmp_path, Device.NPU, tp=4, pp=2)])
+        pool.check_fits([recipe(tmp_path, DeviceKind.NPU, tp=4, pp=2)])
     with pytest.raises(WorkbenchError, match="only 2 NPU devices"):
-        make_pool(Device.NPU, 3, devices=(0, 1))
+        make_pool(DeviceKind.NPU, 3, devices=(0, 1))
     with pytest.raises(WorkbenchError, match="--devices"):
-        make_pool(Device.CUDA, 0, devices=())
+        make_pool(DeviceKind.CUDA, 0, devices=())
 
 
 def test_cpu_pool_refuses_an_explicit_kv_request_above_the_share_before_starting(tmp_path):
-    pool = make_pool(Device.CPU, 2, cores=(0, 1), kv_budget_bytes=GIB)
+    pool = make_pool(DeviceKind.CPU, 2, cores=(0, 1), kv_budget_bytes=GIB)
     pool.check_fits([recipe(tmp_path, kv_cache_memory_bytes="512MiB")])
     with pytest.raises(
         WorkbenchError, match=r"1.00 GiB exceeds each device group's share of the KV budget \(0.50 GiB\)"
@@ -181,17 +181,17 @@ def test_cpu_pool_refuses_an_explicit_kv_request_above_the_share_before_starting
 
 
 def test_cpu_pool_hands_out_each_group_once():
-    pool = make_pool(Device.CPU, 2, cores=(0, 1))
+    pool = make_pool(DeviceKind.CPU, 2, cores=(0, 1))
     a, b = pool.acquire(1), pool.acquire(1)
     assert {a.devices, b.devices} == {(0,), (1,)} and pool.acquire(1) is None
     pool.release(a)
     assert pool.acquire(1) == a
-    assert make_pool(Device.CPU, 2, cores=(0, 1)).acquire(2) is None  # a TP=2 server needs two cores
+    assert make_pool(DeviceKind.CPU, 2, cores=(0, 1)).acquire(2) is None  # a TP=2 server needs two cores
 
 
 def test_no_device_is_ever_in_two_live_groups():
     rng = random.Random(0)
-    pool = DevicePool(Device.NPU, devices=range(8))
+    pool = DevicePool(DeviceKind.NPU, devices=range(8))
     live: list[DeviceGroup] = []
     for _ in range(2000):
         if live and rng.random() < 0.45:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from workbench.recipes import Device
+from workbench.recipes import DeviceKind
 from workbench.serving.device_groups import DeviceGroup, make_pool
 from workbench.sweep.runner import Execution, SweepRunner
 from workbench.sweep.spec import expand, parse_sweep_spec
@@ -80,7 +80,7 @@ class ScriptedMeasurer:
 def runner(tmp_path: Path, measurer: ScriptedMeasurer, **kwargs) -> SweepRunner:
     run = SweepRunner(spec(tmp_path), tmp_path / "out", progress=False, execution=Execution(parallel=2), **kwargs)
     run.measurer = measurer
-    run._pool = lambda kind: make_pool(Device.CPU, 2, cores=(0, 1))
+    run._pool = lambda kind: make_pool(DeviceKind.CPU, 2, cores=(0, 1))
     return run
 
 

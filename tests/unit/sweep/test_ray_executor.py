@@ -13,7 +13,7 @@ import tempfile
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.recipes import Device
+from workbench.recipes import DeviceKind
 from workbench.sweep.ray_executor import (
     CPU_GROUP_RESOURCE,
     LOCAL_SYSTEM_CONFIG,
@@ -36,17 +36,17 @@ class Nodes:
 
 
 def test_task_options_request_one_group_as_a_ray_resource_and_the_priority_env_when_needed():
-    assert task_options(Device.NPU, 2) == {"resources": {"NPU": 2}, "num_cpus": 0}
-    assert task_options(Device.CUDA, 4) == {"num_gpus": 4, "num_cpus": 0}
-    assert task_options(Device.CPU, 2) == {"resources": {CPU_GROUP_RESOURCE: 1}, "num_cpus": 0}  # cores split in-group
+    assert task_options(DeviceKind.NPU, 2) == {"resources": {"NPU": 2}, "num_cpus": 0}
+    assert task_options(DeviceKind.CUDA, 4) == {"num_gpus": 4, "num_cpus": 0}
+    assert task_options(DeviceKind.CPU, 2) == {"resources": {CPU_GROUP_RESOURCE: 1}, "num_cpus": 0}  # cores split in-group
     normal = {"env_vars": {"RAY_worker_niceness": "0"}}
     assert NORMAL_PRIORITY == normal
-    assert task_options(Device.NPU, 2, runtime_env=normal) == {
+    assert task_options(DeviceKind.NPU, 2, runtime_env=normal) == {
         "resources": {"NPU": 2},
         "num_cpus": 0,
         "runtime_env": normal,
     }
-    assert task_options(Device.CUDA, 1, runtime_env=normal)["runtime_env"] == normal
+    assert task_options(DeviceKind.CUDA, 1, runtime_env=normal)["runtime_env"] == normal
     assert LOCAL_SYSTEM_CONFIG["worker_niceness"] == 0  # --ray local's own cluster needs no runtime_env
 
 
@@ -72,13 +72,13 @@ def test_the_priority_probe_travels_without_the_workbench_and_compares_with_its_
 
 
 def test_check_cluster_refuses_what_no_live_node_offers():
-    check_cluster(Nodes({"NPU": 8.0}, {"NPU": 4.0}), Device.NPU, [1, 8], "head:6379")
+    check_cluster(Nodes({"NPU": 8.0}, {"NPU": 4.0}), DeviceKind.NPU, [1, 8], "head:6379")
     with pytest.raises(WorkbenchError, match=r"no live node offers 8 NPU \(largest offer: 4 on 2 nodes\)"):
-        check_cluster(Nodes({"NPU": 4.0}, {"NPU": 2.0}), Device.NPU, [8], "head:6379")
+        check_cluster(Nodes({"NPU": 4.0}, {"NPU": 2.0}), DeviceKind.NPU, [8], "head:6379")
     with pytest.raises(WorkbenchError, match="largest offer: 0 on 0 nodes"):
-        check_cluster(Nodes({"NPU": 8.0}, alive=False), Device.NPU, [1], "head:6379")
+        check_cluster(Nodes({"NPU": 8.0}, alive=False), DeviceKind.NPU, [1], "head:6379")
     with pytest.raises(WorkbenchError, match=f"ray start --resources .*{CPU_GROUP_RESOURCE}"):
-        check_cluster(Nodes({"CPU": 64.0}), Device.CPU, [1], "head:6379")
+        check_cluster(Nodes({"CPU": 64.0}), DeviceKind.CPU, [1], "head:6379")
 
 
 HOLD = """

@@ -66,3 +66,31 @@ def test_fault_env_is_armed_once_per_process(clean_plugin_state):
         for handle in handles:
             REGISTRY.disarm(handle)
         vllm_plugin.arm_faults_from_env.cache_clear()
+
+
+def test_the_entry_point_registers_every_op_in_a_fresh_process():
+    # vLLM loads the plugin through its entry point and nothing else: the registry must be complete after it.
+    # The child reads the table as register() left it (`_ops`): `ops()` would load the built-in ops itself.
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    code = (
+        "import json\n"
+        "from importlib import metadata\n"
+        "(entry,) = [e for e in metadata.entry_points(group='vllm.general_plugins') if e.name == 'ascend_backend']\n"
+        "entry.load()()\n"
+        "from ascend_backend.registry import REGISTRY\n"
+        "print(json.dumps({op: sorted(b.value for b in REGISTRY.entry(op).impls) for op in REGISTRY._ops}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    registered = json.loads(done.stdout.strip().splitlines()[-1])
+    for op in REGISTRY.ops():
+        if op in KERNEL_OPS or op.startswith("vllm_cpu_"):
+            continue
+        assert registered[op] == sorted(b.value for b in REGISTRY.entry(op).impls if b is not Backend.VLLM_CPU), op
+    for op in KERNEL_OPS:
+        assert "vllm_cpu" in registered[op] and "native" in registered[op], op

@@ -1,10 +1,11 @@
-"""The argument recipes ascend_backend's NPU adapters know, per op: recipe name -> the torch_npu function it calls.
+"""The argument recipes ascend_backend's NPU adapters know, per op: recipe name -> the torch_npu call(s) it makes.
 
 A recipe is one way of making a call: the function and how its arguments are built (layout, masks,
 which lengths, contiguity). The kernel-selection table (`ascend_backend/data/kernel_table.json`) names
-a recipe per row; the adapters in `ascend_backend.attention.npu` and `ascend_backend.ops` implement
-each one, and a unit test checks that both sides list the same names. `native` is always a recipe: the
-call goes to the op's native PyTorch implementation, with the row's reason.
+a recipe per row; the adapters in `ascend_backend.npu.adapters` implement each one, and a unit test
+checks that both sides list the same names. `native` is always a recipe: the call goes to the op's
+native PyTorch implementation, with the row's reason. A recipe making two calls in a row names both,
+in order, joined by " + " (`calls` splits them): the W8A8 linears quantize the activation, then multiply.
 
     attention (packed "TND" = [tokens, heads, head_size] with cumulative per-sequence lengths):
       fia_tnd_dense         npu_fused_infer_attention_score over fresh K/V, block_table None, sparse_mode 3
@@ -14,11 +15,16 @@ call goes to the op's native PyTorch implementation, with the row's reason.
       atb_rope              _npu_rotary_embedding, in place on copies; one cos/sin cache per process
       apply_rotary_pos_emb  npu_apply_rotary_pos_emb with cos/sin gathered per token ([1, T, 1, D])
       mrope_rope            npu_mrope(..., mrope_section=[0, 0, 0]): plain RoPE with the cache passed per call
+    W8A8 linears:
+      quantize_divide       npu_quantize(x, scale, int8 offset, qint8, -1, div_mode=True) + npu_quant_matmul
+      quantize_reciprocal   npu_quantize(x, 1 / scale, offset in the model dtype, qint8, -1, False) + npu_quant_matmul
+      dynamic_quant         npu_dynamic_quant(x) + npu_quant_matmul(..., pertoken_scale=...)
 """
 
 from __future__ import annotations
 
 NATIVE = "native"
+CALL_SEPARATOR = " + "
 
 RECIPES: dict[str, dict[str, str]] = {
     "reshape_and_cache": {
@@ -62,6 +68,11 @@ RECIPES: dict[str, dict[str, str]] = {
     "quick_gelu": {"npu_fast_gelu": "npu_fast_gelu"},
     "gelu": {},
     "gelu_tanh": {},
+    "w8a8_linear": {
+        "quantize_divide": "npu_quantize + npu_quant_matmul",
+        "quantize_reciprocal": "npu_quantize + npu_quant_matmul",
+    },
+    "w8a8_dynamic_linear": {"dynamic_quant": "npu_dynamic_quant + npu_quant_matmul"},
 }
 
 # Which attention state an op serves, for tables and diffs ("decode moved from ... to ...").
@@ -83,6 +94,11 @@ def kernel_of(op: str, recipe: str) -> str:
     except KeyError:
         known = ", ".join(sorted(RECIPES.get(op, {}))) or "none"
         raise ValueError(f"op {op!r} has no recipe {recipe!r}; its recipes: {known}, native") from None
+
+
+def calls(kernel: str) -> tuple[str, ...]:
+    """'npu_quantize + npu_quant_matmul' -> ('npu_quantize', 'npu_quant_matmul'); 'native' -> ()."""
+    return () if kernel == NATIVE else tuple(kernel.split(CALL_SEPARATOR))
 
 
 def label(op: str) -> str:

@@ -1,16 +1,17 @@
 """Which torch_npu kernel each op runs: the kernel-selection table, read from vllm-ascend's source per release.
 
-    from ascend_backend import kernels
+    from ascend_backend.npu import kernels
     kernels.active_context().describe()     # release, chip, CANN, graph mode, and how each was found
     kernels.choose("paged_decode_attention") # KernelChoice(kernel, recipe, row, reason)
 
-The NPU adapters (`ascend_backend.attention.npu`, `ascend_backend.ops`) ask `choose` for every call and
-make the call of the chosen recipe; `ASCEND_BACKEND_KERNELS` overrides the context or pins a recipe.
+The NPU adapters (`ascend_backend.npu.adapters`, through the guard of `ascend_backend.npu.guard`) ask
+`choose` for every call and make the call of the chosen recipe; `ASCEND_BACKEND_KERNELS` overrides the
+context or pins a recipe.
 """
 
-from ascend_backend.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family
-from ascend_backend.kernels.recipes import NATIVE, RECIPES, STATES, kernel_of, label
-from ascend_backend.kernels.selection import (
+from ascend_backend.npu.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family
+from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, STATES, calls, kernel_of, label
+from ascend_backend.npu.kernels.selection import (
     TYPICAL_CALL,
     CallFacts,
     KernelChoice,
@@ -20,7 +21,7 @@ from ascend_backend.kernels.selection import (
     explain,
     select,
 )
-from ascend_backend.kernels.table import ChipFamily, GraphMode, KernelRow, kernel_table, releases
+from ascend_backend.npu.kernels.table import ChipFamily, GraphMode, KernelRow, kernel_table, releases
 
 __all__ = [
     "NATIVE",
@@ -36,6 +37,7 @@ __all__ = [
     "SelectionContext",
     "StackFacts",
     "active_context",
+    "calls",
     "chip_family",
     "choose",
     "context_for_stack",

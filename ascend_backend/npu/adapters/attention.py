@@ -1,8 +1,9 @@
 """NPU adapters: each attention op makes the torch_npu call vllm-ascend makes for its release, chip and state.
 
-Which call is the kernel-selection table's answer (`ascend_backend.kernels.choose(op, CallFacts(...))`,
-rows cited from vllm_ascend/attention/attention_v1.py and device/device_op.py per tag); this module only
-builds the arguments of each recipe, as vllm-ascend builds them:
+Which call is the kernel-selection table's answer (`ascend_backend.npu.kernels.choose(op, CallFacts(...))`,
+rows cited from vllm_ascend/attention/attention_v1.py and device/device_op.py per tag; the ops are declared
+in `ascend_backend.attention.ops`, their native kernels are `ascend_backend.attention.paged`); this module
+only builds the arguments of each recipe, as vllm-ascend builds them:
 
     cache write     atb_reshape_and_cache      _npu_reshape_and_cache(key=, value=, key_cache=, value_cache=, slot_indices=)
                     scatter_pa_kv_cache        npu_scatter_pa_kv_cache(..., value=value.contiguous(), slot_mapping=)  A5 <= v0.19
@@ -18,9 +19,9 @@ builds the arguments of each recipe, as vllm-ascend builds them:
 
 Lengths go as int32 host tensors to ATB kernels (op-plugin's ParamSetter passes CPU tensors as host
 data) and as Python lists of cumulative ends to FIA ("TND": actual_seq_lengths are end offsets). The
-guards send a call to the native path, with the reason logged once by the registry, where the table says
-vllm-ascend runs no torch_npu kernel (head_size 192 before v0.12, 310P's NZ layouts, head_size 512
-paged prefill), and for float32 inputs (CANN attention kernels take float16/bfloat16). tests/npu
+guard (`npu_op`) sends a call to the native path, with the reason logged once by the registry, where the
+table says vllm-ascend runs no torch_npu kernel (head_size 192 before v0.12, 310P's NZ layouts, head_size
+512 paged prefill), and for float32 inputs (CANN attention kernels take float16/bfloat16). tests/npu
 compares every recipe the installed torch_npu has with native; tests/unit/npu_contract checks each
 call against op-plugin's declared schemas for every table row.
 """
@@ -28,17 +29,14 @@ call against op-plugin's declared schemas for every table row.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import torch
 
-from ascend_backend import kernels
+from ascend_backend.attention import ops as _declared  # noqa: F401  (declares the ops adapted here)
 from ascend_backend.attention.layout import KVCacheDims
-from ascend_backend.device import torch_npu
-from ascend_backend.kernels import CallFacts
-from ascend_backend.registry import REGISTRY, Backend
+from ascend_backend.npu.guard import npu_op
+from ascend_backend.npu.kernels import CallFacts
 
-_KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 # vllm-ascend's FIA mask: int8, 1 above the diagonal; sparse_mode=3 reads its causal pattern from it
 # (attention_mask.py get_splitfuse_attn_mask, v0.11.0 to v0.25.1rc1).
 FIA_MASK_SIZE = 2048
@@ -95,43 +93,28 @@ def _fia_mask_on(device: str, dtype: torch.dtype) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------- guards
-def _table_guard(op: str, head_size_of: Callable[..., int]) -> Callable[..., str | None]:
-    """A per-call guard: why this call goes native (dtype or the table's native row), or None."""
-
-    def guard(first: torch.Tensor, *args: object, **kwargs: object) -> str | None:
-        if first.dtype not in _KERNEL_DTYPES:
-            return f"{first.dtype} inputs (CANN attention kernels take float16/bfloat16)"
-        choice = kernels.choose(op, CallFacts(head_size=head_size_of(first, *args)))
-        return choice.reason if choice.native else None
-
-    return guard
-
-
-def _last_dim(tensor: torch.Tensor, *_args: object) -> int:
-    return int(tensor.shape[-1])
-
-
-def _recipe(op: str, head_size: int) -> str:
-    return kernels.choose(op, CallFacts(head_size=head_size)).recipe
+def _head_size(first: torch.Tensor, *_args: object) -> CallFacts:
+    """The rows of attention ops depend on the head size: the last dim of the op's first tensor."""
+    return CallFacts(head_size=int(first.shape[-1]))
 
 
 # --------------------------------------------------------------------------------------------- cache write
-def _atb_reshape_and_cache(key, value, kv_cache, slot_mapping) -> None:
-    torch_npu()._npu_reshape_and_cache(
+def _atb_reshape_and_cache(npu, key, value, kv_cache, slot_mapping) -> None:
+    npu._npu_reshape_and_cache(
         key=key, value=value, key_cache=kv_cache[0], value_cache=kv_cache[1], slot_indices=slot_mapping
     )
 
 
-def _scatter_pa_kv_cache(key, value, kv_cache, slot_mapping) -> None:
+def _scatter_pa_kv_cache(npu, key, value, kv_cache, slot_mapping) -> None:
     # device_op.py@v0.14.0rc1 A5DeviceAdaptor: no cache_mode (op-plugin 7.2.0/7.3.0 declare none).
-    torch_npu().npu_scatter_pa_kv_cache(
+    npu.npu_scatter_pa_kv_cache(
         key=key, value=value.contiguous(), key_cache=kv_cache[0], value_cache=kv_cache[1], slot_mapping=slot_mapping
     )
 
 
-def _scatter_pa_kv_cache_norm(key, value, kv_cache, slot_mapping) -> None:
+def _scatter_pa_kv_cache_norm(npu, key, value, kv_cache, slot_mapping) -> None:
     # device_op.py@v0.20.2rc1 A5DeviceAdaptor / @v0.25.1rc1 BaseDeviceAdaptor: "Norm" = the ND paged layout.
-    torch_npu().npu_scatter_pa_kv_cache(
+    npu.npu_scatter_pa_kv_cache(
         key=key.contiguous(),
         value=value.contiguous(),
         key_cache=kv_cache[0],
@@ -141,25 +124,22 @@ def _scatter_pa_kv_cache_norm(key, value, kv_cache, slot_mapping) -> None:
     )
 
 
-_CACHE_WRITES = {
-    "atb_reshape_and_cache": _atb_reshape_and_cache,
-    "scatter_pa_kv_cache": _scatter_pa_kv_cache,
-    "scatter_pa_kv_cache_norm": _scatter_pa_kv_cache_norm,
-}
-
-
-@REGISTRY.register("reshape_and_cache", Backend.NPU, supports=_table_guard("reshape_and_cache", _last_dim))
-def reshape_and_cache_npu(
-    key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
-) -> None:
-    _CACHE_WRITES[_recipe("reshape_and_cache", key.shape[-1])](key, value, kv_cache, slot_mapping)
+reshape_and_cache_npu = npu_op(
+    "reshape_and_cache",
+    {
+        "atb_reshape_and_cache": _atb_reshape_and_cache,
+        "scatter_pa_kv_cache": _scatter_pa_kv_cache,
+        "scatter_pa_kv_cache_norm": _scatter_pa_kv_cache_norm,
+    },
+    facts=_head_size,
+)
 
 
 # --------------------------------------------------------------------------------------------- PrefillNoCache
-def _atb_flash_attention(query, key, value, seq_lens, scale) -> torch.Tensor:
+def _atb_flash_attention(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
     lens = _host_int32(seq_lens)
     out = torch.empty_like(query)
-    torch_npu()._npu_flash_attention(
+    npu._npu_flash_attention(
         query=query,
         key=key,
         value=value,
@@ -173,9 +153,9 @@ def _atb_flash_attention(query, key, value, seq_lens, scale) -> torch.Tensor:
     return out
 
 
-def _fia_tnd_dense(query, key, value, seq_lens, scale) -> torch.Tensor:
+def _fia_tnd_dense(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
     ends = _cumulative(seq_lens)
-    out, _ = torch_npu().npu_fused_infer_attention_score(
+    out, _ = npu.npu_fused_infer_attention_score(
         query=query,
         key=key,
         value=value,
@@ -193,10 +173,10 @@ def _fia_tnd_dense(query, key, value, seq_lens, scale) -> torch.Tensor:
     return out.view_as(query)
 
 
-def _fusion_attention_dense(query, key, value, seq_lens, scale) -> torch.Tensor:
+def _fusion_attention_dense(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
     # device/utils.py@v0.23.0 npu_large_head_prefill_attention: the int8 mask as bool, causal sparse_mode 3.
     ends = _cumulative(seq_lens)
-    result = torch_npu().npu_fusion_attention(
+    result = npu.npu_fusion_attention(
         query,
         key,
         value,
@@ -213,26 +193,25 @@ def _fusion_attention_dense(query, key, value, seq_lens, scale) -> torch.Tensor:
     return result[0].view_as(query)
 
 
-_PREFILLS = {
-    "atb_flash_attention": _atb_flash_attention,
-    "fia_tnd_dense": _fia_tnd_dense,
-    "fusion_attention_dense": _fusion_attention_dense,
-}
-
-
-@REGISTRY.register("prefill_attention", Backend.NPU, supports=_table_guard("prefill_attention", _last_dim))
-def prefill_attention_npu(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, seq_lens: torch.Tensor, scale: float
-) -> torch.Tensor:
-    return _PREFILLS[_recipe("prefill_attention", query.shape[-1])](query, key, value, seq_lens, scale)
+prefill_attention_npu = npu_op(
+    "prefill_attention",
+    {
+        "atb_flash_attention": _atb_flash_attention,
+        "fia_tnd_dense": _fia_tnd_dense,
+        "fusion_attention_dense": _fusion_attention_dense,
+    },
+    facts=_head_size,
+)
 
 
 # --------------------------------------------------------------------------------------------- paged states
-def _fia_tnd_paged(query, kv_cache, block_tables, query_lens, seq_lens, scale, *, masked: bool = True) -> torch.Tensor:
+def _fia_tnd_paged(
+    npu, query, kv_cache, block_tables, query_lens, seq_lens, scale, *, masked: bool = True
+) -> torch.Tensor:
     # attention_v1.py@v0.13.0 _get_fia_params: K/V as the paged cache viewed [blocks, block_size, kv_heads * D].
     dims = KVCacheDims.of(kv_cache)
     mask_args = {"atten_mask": fia_causal_mask(query.device), "sparse_mode": 3} if masked else {}
-    out, _ = torch_npu().npu_fused_infer_attention_score(
+    out, _ = npu.npu_fused_infer_attention_score(
         query=query,
         key=kv_cache[0].view(dims.num_blocks, dims.block_size, -1),
         value=kv_cache[1].view(dims.num_blocks, dims.block_size, -1),
@@ -249,10 +228,10 @@ def _fia_tnd_paged(query, kv_cache, block_tables, query_lens, seq_lens, scale, *
     return out.view_as(query)
 
 
-def _atb_flash_attention_qlens(query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
+def _atb_flash_attention_qlens(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
     dims = KVCacheDims.of(kv_cache)
     out = torch.empty_like(query)
-    torch_npu()._npu_flash_attention_qlens(
+    npu._npu_flash_attention_qlens(
         query=query,
         key_cache=kv_cache[0],
         value_cache=kv_cache[1],
@@ -268,11 +247,11 @@ def _atb_flash_attention_qlens(query, kv_cache, block_tables, query_lens, seq_le
     return out
 
 
-def _atb_splitfuse(query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
+def _atb_splitfuse(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
     dims = KVCacheDims.of(kv_cache)
     q_lens, s_lens = _host_int32(query_lens), _host_int32(seq_lens)
     out = torch.empty_like(query)
-    torch_npu()._npu_paged_attention_splitfuse(
+    npu._npu_paged_attention_splitfuse(
         query=query,
         key_cache=kv_cache[0],
         value_cache=kv_cache[1],
@@ -288,48 +267,25 @@ def _atb_splitfuse(query, kv_cache, block_tables, query_lens, seq_lens, scale) -
     return out
 
 
-_PAGED_PREFILLS = {
-    "atb_flash_attention_qlens": _atb_flash_attention_qlens,
-    "atb_splitfuse": _atb_splitfuse,
-    "fia_tnd_paged": _fia_tnd_paged,
-}
-
-
-@REGISTRY.register(
-    "prefill_cache_hit_attention", Backend.NPU, supports=_table_guard("prefill_cache_hit_attention", _last_dim)
+prefill_cache_hit_attention_npu = npu_op(
+    "prefill_cache_hit_attention",
+    {
+        "atb_flash_attention_qlens": _atb_flash_attention_qlens,
+        "atb_splitfuse": _atb_splitfuse,
+        "fia_tnd_paged": _fia_tnd_paged,
+    },
+    facts=_head_size,
 )
-def prefill_cache_hit_attention_npu(
-    query: torch.Tensor,
-    kv_cache: torch.Tensor,
-    block_tables: torch.Tensor,
-    query_lens: torch.Tensor,
-    seq_lens: torch.Tensor,
-    scale: float,
-) -> torch.Tensor:
-    recipe = _recipe("prefill_cache_hit_attention", query.shape[-1])
-    return _PAGED_PREFILLS[recipe](query, kv_cache, block_tables, query_lens, seq_lens, scale)
-
-
-@REGISTRY.register(
-    "chunked_prefill_attention", Backend.NPU, supports=_table_guard("chunked_prefill_attention", _last_dim)
+chunked_prefill_attention_npu = npu_op(
+    "chunked_prefill_attention", {"atb_splitfuse": _atb_splitfuse, "fia_tnd_paged": _fia_tnd_paged}, facts=_head_size
 )
-def chunked_prefill_attention_npu(
-    query: torch.Tensor,
-    kv_cache: torch.Tensor,
-    block_tables: torch.Tensor,
-    query_lens: torch.Tensor,
-    seq_lens: torch.Tensor,
-    scale: float,
-) -> torch.Tensor:
-    recipe = _recipe("chunked_prefill_attention", query.shape[-1])
-    return _PAGED_PREFILLS[recipe](query, kv_cache, block_tables, query_lens, seq_lens, scale)
 
 
 # --------------------------------------------------------------------------------------------- DecodeOnly
-def _atb_paged_attention(query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
+def _atb_paged_attention(npu, query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
     dims = KVCacheDims.of(kv_cache)
     out = torch.empty_like(query)
-    torch_npu()._npu_paged_attention(
+    npu._npu_paged_attention(
         query=query,
         key_cache=kv_cache[0],
         value_cache=kv_cache[1],
@@ -343,41 +299,23 @@ def _atb_paged_attention(query, kv_cache, block_tables, context_lens, scale) -> 
     return out
 
 
-def _fia_decode(query, kv_cache, block_tables, context_lens, scale, *, masked: bool = True) -> torch.Tensor:
+def _fia_decode(npu, query, kv_cache, block_tables, context_lens, scale, *, masked: bool = True) -> torch.Tensor:
     # Every sequence brings one query token, so the TND query ends are 1, 2, ..., num_seqs.
     ones = torch.ones(query.shape[0], dtype=torch.int32)
-    return _fia_tnd_paged(query, kv_cache, block_tables, ones, context_lens, scale, masked=masked)
+    return _fia_tnd_paged(npu, query, kv_cache, block_tables, ones, context_lens, scale, masked=masked)
 
 
-def _fia_decode_nomask(query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
+def _fia_decode_nomask(npu, query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
     # attention_v1.py@v0.12.0rc1 _forward_decode_only_ascend91095 (A5): no atten_mask, no sparse_mode.
-    return _fia_decode(query, kv_cache, block_tables, context_lens, scale, masked=False)
+    return _fia_decode(npu, query, kv_cache, block_tables, context_lens, scale, masked=False)
 
 
-_DECODES = {
-    "atb_paged_attention": _atb_paged_attention,
-    "fia_tnd_paged": _fia_decode,
-    "fia_tnd_paged_nomask": _fia_decode_nomask,
-}
-
-
-@REGISTRY.register("paged_decode_attention", Backend.NPU, supports=_table_guard("paged_decode_attention", _last_dim))
-def paged_decode_attention_npu(
-    query: torch.Tensor,
-    kv_cache: torch.Tensor,
-    block_tables: torch.Tensor,
-    context_lens: torch.Tensor,
-    scale: float,
-) -> torch.Tensor:
-    recipe = _recipe("paged_decode_attention", query.shape[-1])
-    return _DECODES[recipe](query, kv_cache, block_tables, context_lens, scale)
-
-
-# Every recipe this module implements, per op (a unit test checks it against kernels.RECIPES).
-IMPLEMENTED: dict[str, frozenset[str]] = {
-    "reshape_and_cache": frozenset(_CACHE_WRITES),
-    "prefill_attention": frozenset(_PREFILLS),
-    "prefill_cache_hit_attention": frozenset(_PAGED_PREFILLS),
-    "chunked_prefill_attention": frozenset(_PAGED_PREFILLS) - {"atb_flash_attention_qlens"},
-    "paged_decode_attention": frozenset(_DECODES),
-}
+paged_decode_attention_npu = npu_op(
+    "paged_decode_attention",
+    {
+        "atb_paged_attention": _atb_paged_attention,
+        "fia_tnd_paged": _fia_decode,
+        "fia_tnd_paged_nomask": _fia_decode_nomask,
+    },
+    facts=_head_size,
+)

@@ -1,4 +1,4 @@
-"""Device detection: npu, cuda or cpu — and the one module that imports `torch_npu`.
+"""The device probe: npu, cuda or cpu — and the one module that imports `torch_npu`.
 
 Why one module: on a machine without CANN an installed torch_npu breaks imports in surprising places
 (torch's backend autoload imports it inside `import torch`). Keeping the import here means the
@@ -13,7 +13,6 @@ without NNAL and the failure would only surface at the first attention call of a
 
 from __future__ import annotations
 
-import enum
 import functools
 import importlib
 import importlib.util
@@ -24,39 +23,7 @@ from types import ModuleType
 import torch
 
 from ascend_backend import envs
-
-
-class DeviceKind(str, enum.Enum):
-    NPU = "npu"
-    CUDA = "cuda"
-    CPU = "cpu"
-
-
-class NpuUnavailable(str, enum.Enum):
-    """Why the NPU tier is not usable; AVAILABLE when it is."""
-
-    AVAILABLE = "available"
-    DISABLED = "disabled by ASCEND_BACKEND_DISABLE_NPU"
-    NOT_INSTALLED = "torch_npu not installed"
-    CANN_NOT_SOURCED = "CANN libraries not found"
-    ATB_MISSING = "NNAL/ATB library missing or mismatched"
-    TORCH_MISMATCH = "torch and torch_npu are not a matching pair"
-    NO_DEVICE = "torch_npu imports but no NPU is visible"
-    IMPORT_ERROR = "torch_npu failed to import"
-
-
-@dataclass(frozen=True)
-class NpuStatus:
-    """Outcome of trying torch_npu: `kind` is the class, `detail` the evidence, `fix` what to do."""
-
-    kind: NpuUnavailable
-    detail: str
-    fix: str
-
-    @property
-    def available(self) -> bool:
-        return self.kind is NpuUnavailable.AVAILABLE
-
+from ascend_backend.npu.kinds import DeviceKind, NpuStatus, NpuUnavailable
 
 ATB_FIX = (
     "install the NNAL package matching your CANN version and source /usr/local/Ascend/nnal/atb/set_env.sh "
@@ -147,7 +114,10 @@ def npu_status() -> NpuStatus:
 
 
 def torch_npu() -> ModuleType:
-    """The torch_npu module for NPU adapters; raises with the classified reason when unusable."""
+    """The torch_npu module; raises with the classified reason when unusable.
+
+    Only the guard factory (`ascend_backend.npu.guard`) calls this: adapters get the module from it.
+    """
     module, status = _load_torch_npu()
     if module is None or not status.available:
         raise RuntimeError(f"torch_npu unusable: {status.kind.value} ({status.detail}). Fix: {status.fix}")

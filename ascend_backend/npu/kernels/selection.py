@@ -1,6 +1,6 @@
 """Choose the kernel for an op: the first table row that matches the stack and the call, or native with a reason.
 
-    from ascend_backend.kernels import CallFacts, choose
+    from ascend_backend.npu.kernels import CallFacts, choose
     choice = choose("paged_decode_attention", CallFacts(head_size=128))
     choice.kernel, choice.recipe, choice.row.citation
     # ('npu_fused_infer_attention_score', 'fia_tnd_paged',
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from ascend_backend import device, envs
-from ascend_backend.kernels.context import (
+from ascend_backend import envs
+from ascend_backend.npu import device
+from ascend_backend.npu.kernels.context import (
     OVERRIDE_VAR,
     SelectionContext,
     StackFacts,
@@ -30,8 +31,8 @@ from ascend_backend.kernels.context import (
     build_context,
     facts_from_stack,
 )
-from ascend_backend.kernels.recipes import NATIVE, RECIPES, kernel_of
-from ascend_backend.kernels.table import GraphMode, KernelRow, rows_for
+from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, calls, kernel_of
+from ascend_backend.npu.kernels.table import GraphMode, KernelRow, rows_for
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def context_for_stack(
 
 def _without_atb(choice: KernelChoice) -> KernelChoice:
     """`choice` itself, or native with the ATB reason when it is an ATB kernel and ATB cannot load."""
-    if not choice.kernel.startswith("_npu_"):
+    if not any(call.startswith("_npu_") for call in calls(choice.kernel)):
         return choice
     atb = device.atb_status()
     if atb.available:
