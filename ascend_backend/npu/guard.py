@@ -15,7 +15,7 @@ this call must run native, or None:
 Otherwise the implementation runs the recipe the table chose, handing it the torch_npu module first:
 `recipes[choice.recipe](npu, *args)`. This module is the only one that asks the probe for torch_npu
 (`ascend_backend.npu.device.torch_npu`), and every `npu_*` / `_npu_*` call in ascend_backend is made on
-a recipe's `npu` parameter (tests/unit/test_import_direction.py holds both by AST).
+a recipe's `npu` parameter (tests/unit/ascend_backend/test_import_direction.py holds both by AST).
 
 Each recipe takes `npu` and then exactly the op's declared parameters (checked here, at registration);
 `refuse` and `facts` take the declared parameters too.

@@ -13,7 +13,7 @@ as its first argument), and every forward pass run inside the block widens each 
 
 Min/max is the observer msmodelslim's default W8A8 calibration uses; it keeps every observed value
 representable, at the price of resolution when a layer sees rare outliers (the reason dynamic
-per-token scales exist; `tests/unit/quantization` measures the difference on outlier-heavy inputs).
+per-token scales exist; `tests/unit/ascend_backend/quantization` measures the difference on outlier-heavy inputs).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ step's output is never an input), so one engine proves both promises:
     tolerance, at every level the mapping reaches (module, fused split, layer sum, last-token logits);
   - compare-dumps names that layer's norm, in the step the call falls in, as the first divergence and
     the NaN origin.
-(Steps after a divergence whose engine fed other tokens are named, not compared: tests/unit/accuracy/
+(Steps after a divergence whose engine fed other tokens are named, not compared: tests/unit/workbench/accuracy/
 test_engine_compare.py.) And, marked `long` (`make test-long`), SmolLM2 served in float32 (the
 cpu-smollm2 recipe with `--dtype float32`) against its golden dump: 30 layers and a residual stream that
 reaches ~22,500.

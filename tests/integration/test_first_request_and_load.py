@@ -40,7 +40,9 @@ def test_load_64_requests_exact_lengths(tiny_server):
     assert s.total_output_tokens == 64 * 16
     assert 0 < s.ttft_ms["median"] <= s.e2el_ms["median"]
     assert s.output_throughput > 0 and len(result.to_frame()) == 64
-    assert result.provenance["server_vllm_version"] and result.provenance["stack"]["versions"]["torch"]  # the provenance stamp
+    assert (
+        result.provenance["server_vllm_version"] and result.provenance["stack"]["versions"]["torch"]
+    )  # the provenance stamp
 
 
 def test_cli_smoke_and_bench(tiny_server, tmp_path):

@@ -2,7 +2,7 @@
 
 Kept small: the tiny model, 4-token outputs, all four points of the resumable sweep on one server
 configuration (so each run starts one server). A configuration whose server cannot start is recorded
-as START_FAILED with its crash class (tests/unit/sweep: store, diagnosis, adaptive search); the crash
+as START_FAILED with its crash class (tests/unit/workbench/sweep: store, diagnosis, adaptive search); the crash
 classifier meets real failed starts in test_server.py (block size 16, missing model, KV too small).
 """
 

@@ -9,5 +9,5 @@ A measurement that took an hour must survive a Ctrl-C, a SIGKILL, a full disk or
 line, and must say where it came from (docs/METHOD.md §16). Every domain (sweeps, bisect, evaluate,
 profiling, regress, the notebook runner) writes through these modules, so there is one rule for each
 of those guarantees instead of one per domain. This package imports no domain package (the layer test
-in tests/unit/test_layers.py enforces it).
+in tests/unit/workbench/test_layers.py enforces it).
 """

@@ -22,7 +22,7 @@ data) and as Python lists of cumulative ends to FIA ("TND": actual_seq_lengths a
 guard (`npu_op`) sends a call to the native path, with the reason logged once by the registry, where the
 table says vllm-ascend runs no torch_npu kernel (head_size 192 before v0.12, 310P's NZ layouts, head_size
 512 paged prefill), and for float32 inputs (CANN attention kernels take float16/bfloat16). tests/npu
-compares every recipe the installed torch_npu has with native; tests/unit/npu_contract checks each
+compares every recipe the installed torch_npu has with native; tests/unit/ascend_backend/npu checks each
 call against op-plugin's declared schemas for every table row.
 """
 

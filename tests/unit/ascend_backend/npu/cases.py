@@ -1,0 +1,241 @@
+"""Contract cases: for every kernel-table row, a stack and a call that reach it, and inputs for the adapter.
+
+A row is reachable when some (release, chip, graph mode, call) makes it the first match; `reach(row)`
+finds one or returns None (a shadowed row is a table bug). Inputs are built on the `meta` device, which
+stands for the NPU: shapes, dtypes and devices are real, data is absent, and any attempt to read device
+data on the host (a hidden sync) raises. Lengths that vllm-ascend keeps on the host are CPU tensors.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+from packaging.version import Version
+
+from ascend_backend.npu import kernels
+from ascend_backend.npu.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
+from ascend_backend.npu.kernels.table import releases
+from tests.unit.ascend_backend.npu.schema import branch_for
+
+DEVICE = torch.device("meta")
+NEWEST_BRANCH = "master"  # op-plugin for releases newer than the last tag read (main)
+CHIP_ORDER = (ChipFamily.A2, ChipFamily.A3, ChipFamily.A5, ChipFamily.P310)
+
+# Call variants tried in order until the row is the first match (a Llama/Qwen layer first).
+VARIANTS = (
+    CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24)),
+    CallFacts(head_size=64, rotary_dim=64, neox=True, mrope_section=(8, 12, 12)),
+    CallFacts(head_size=128, rotary_dim=64, neox=True, mrope_section=(16, 24, 24)),
+    CallFacts(head_size=128, rotary_dim=128, neox=False, mrope_section=(16, 24, 24)),
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    row: KernelRow
+    release: Version
+    torch_npu: str
+    branch: str
+    context: SelectionContext
+    call: CallFacts
+
+    @property
+    def id(self) -> str:
+        return f"{self.row.id}@v{self.release}[{self.context.chip.value},{self.branch}]"
+
+    @property
+    def override(self) -> str:
+        """The ASCEND_BACKEND_KERNELS value that recreates this context in the adapters."""
+        c = self.context
+        parts = [
+            f"release={self.release}",
+            f"chip={c.chip.value}",
+            f"graph={c.graph_mode.value}",
+            f"pa_shape={int(c.pa_shape)}",
+        ]
+        if c.cann:
+            parts.append(f"cann={c.cann}")
+        return ",".join(parts)
+
+
+def _context(row: KernelRow, release: Version, cann: str | None) -> SelectionContext:
+    chip = next(c for c in CHIP_ORDER if c in row.chips)
+    graph = sorted(row.graph, key=lambda m: m.value)[0] if row.graph else GraphMode.NONE
+    when = dict(row.when)
+    if "cann_prefix" in when:
+        cann = f"{when['cann_prefix']}.RC1"
+    return SelectionContext(
+        release, "contract case", (), chip, chip.value, cann, graph, bool(when.get("pa_shape", False))
+    )
+
+
+def _with_when(call: CallFacts, row: KernelRow) -> CallFacts:
+    when = dict(row.when)
+    changes: dict[str, Any] = {}
+    if "head_size" in when:
+        changes["head_size"] = when["head_size"][0]
+        changes["rotary_dim"] = when["head_size"][0]
+    if "rotary_dim" in when:
+        changes["rotary_dim"] = when["rotary_dim"][0]
+    if "neox" in when:
+        changes["neox"] = when["neox"]
+    if when.get("partial_rotary"):
+        changes["rotary_dim"] = (changes.get("head_size") or call.head_size) // 2
+    if "mrope_section" in when:
+        changes["mrope_section"] = tuple(when["mrope_section"][0])
+    return replace(call, **changes)
+
+
+def reach(row: KernelRow, release: Version, cann: str | None) -> tuple[SelectionContext, CallFacts] | None:
+    context = _context(row, release, cann)
+    for variant in VARIANTS:
+        call = _with_when(variant, row)
+        choice = kernels.select(row.op, context, call)
+        if choice.row is not None and choice.row.id == row.id:
+            return context, call
+    # An M-RoPE row for other sections: any non-[16, 24, 24] section reaches it.
+    if row.op == "mrope":
+        call = CallFacts(head_size=64, rotary_dim=64, neox=True, mrope_section=(8, 12, 12))
+        if (choice := kernels.select(row.op, context, call)).row is not None and choice.row.id == row.id:
+            return context, call
+    return None
+
+
+def _releases_of(row: KernelRow) -> list[tuple[Version, str, str | None]]:
+    """(release, torch_npu, cann) for every known release the row covers, plus main for open rows."""
+    known = [(r.release, r.torch_npu, r.cann) for r in releases() if row.covers(r.release)]
+    newest = releases()[-1]
+    if any(last is None for _first, last in row.releases):
+        first_open = max(first for first, last in row.releases if last is None)
+        main = max(
+            first_open, Version(f"{newest.release}.post0") if not newest.release.is_postrelease else newest.release
+        )
+        if row.covers(main) and main not in [k[0] for k in known]:
+            known.append((main, "main", None))
+    return known
+
+
+def cases() -> list[Case]:
+    """One case per (row, op-plugin branch its releases use): every schema a row's call must fit."""
+    found = []
+    for row in kernels.kernel_table():
+        seen: set[str] = set()
+        for release, torch_npu, cann in _releases_of(row):
+            branch = NEWEST_BRANCH if torch_npu == "main" else branch_for(torch_npu)
+            if branch in seen:
+                continue
+            seen.add(branch)
+            reached = reach(row, release, cann)
+            if reached is None:
+                raise AssertionError(
+                    f"table row {row.id} is never the first match at v{release}: a row above shadows it"
+                )
+            found.append(Case(row, release, torch_npu, branch, *reached))
+    return found
+
+
+def torch_minor(torch_npu: str) -> str:
+    """'2.9.0.post1' -> 'v2.9'; 'main' -> the newest torch op-plugin covers."""
+    if torch_npu == "main":
+        return "v2.10"
+    major, minor = torch_npu.split(".")[:2]
+    return f"v{major}.{minor}"
+
+
+# --------------------------------------------------------------------------------------------- inputs
+def _act(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(*shape, dtype=dtype, device=DEVICE)
+
+
+def _int32_host(values: list[int]) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.int32)
+
+
+def _paged(seq_lens: list[int], heads_kv: int, head: int, dtype: torch.dtype, block: int = 128) -> tuple:
+    per_seq = [-(-n // block) for n in seq_lens]
+    cache = _act(2, sum(per_seq) + 1, block, heads_kv, head, dtype=dtype)
+    tables = torch.empty(len(seq_lens), max(per_seq), dtype=torch.int32, device=DEVICE)
+    return cache, tables
+
+
+def inputs(op: str, call: CallFacts, dtype: torch.dtype) -> tuple[Any, ...]:
+    """Positional arguments of the op (its declaration: ascend_backend.attention.ops, ascend_backend.ops,
+    ascend_backend.quantization.ops)."""
+    head = call.head_size or 128
+    heads, kv_heads = 8, 2
+    scale = head**-0.5
+    if op == "reshape_and_cache":
+        cache, _ = _paged([300], kv_heads, head, dtype)
+        slots = torch.empty(6, dtype=torch.int32, device=DEVICE)
+        return _act(6, kv_heads, head, dtype=dtype), _act(6, kv_heads, head, dtype=dtype), cache, slots
+    if op == "prefill_attention":
+        lens = [5, 130, 7]
+        t = sum(lens)
+        return (
+            _act(t, heads, head, dtype=dtype),
+            _act(t, kv_heads, head, dtype=dtype),
+            _act(t, kv_heads, head, dtype=dtype),
+            _int32_host(lens),
+            scale,
+        )
+    if op == "paged_decode_attention":
+        seq_lens = [1, 129, 300]
+        cache, tables = _paged(seq_lens, kv_heads, head, dtype)
+        return _act(3, heads, head, dtype=dtype), cache, tables, _int32_host(seq_lens), scale
+    if op in ("prefill_cache_hit_attention", "chunked_prefill_attention"):
+        seq_lens = [130, 256, 40]
+        query_lens = [2, 128, 40] if op == "prefill_cache_hit_attention" else [1, 128, 1]
+        cache, tables = _paged(seq_lens, kv_heads, head, dtype)
+        return (
+            _act(sum(query_lens), heads, head, dtype=dtype),
+            cache,
+            tables,
+            _int32_host(query_lens),
+            _int32_host(seq_lens),
+            scale,
+        )
+    if op == "rotary_embedding":
+        t = 5
+        positions = torch.empty(t, dtype=torch.int64, device=DEVICE)
+        cache = _act(4096, call.rotary_dim or head, dtype=dtype)
+        return positions, _act(t, 4 * head, dtype=dtype), _act(t, 2 * head, dtype=dtype), head, cache, bool(call.neox)
+    if op == "mrope":
+        t = 5
+        positions = torch.empty(3, t, dtype=torch.int64, device=DEVICE)
+        cache = _act(4096, 2 * sum(call.mrope_section or (16, 24, 24)), dtype=dtype)
+        rot = cache.shape[-1]
+        return (
+            positions,
+            _act(t, 4 * rot, dtype=dtype),
+            _act(t, 2 * rot, dtype=dtype),
+            rot,
+            cache,
+            call.mrope_section,
+            True,
+        )
+    if op in ("rms_norm", "gemma_rms_norm"):
+        return _act(4, 256, dtype=dtype), _act(256, dtype=dtype), 1e-6
+    if op in ("add_rms_norm", "gemma_add_rms_norm"):
+        return _act(4, 256, dtype=dtype), _act(4, 256, dtype=dtype), _act(256, dtype=dtype), 1e-6
+    if op == "silu_and_mul":
+        return (_act(4, 512, dtype=dtype),)
+    if op in ("quick_gelu", "gelu", "gelu_tanh"):
+        return (_act(4, 256, dtype=dtype),)
+    if op in ("w8a8_linear", "w8a8_dynamic_linear"):
+        # The layer as the checkpoint readers hand it over: weight [K, N] int8, float32 scales (the adapter
+        # converts deq_scale to what the kernel takes for the output dtype).
+        tokens, k, n = 5, 256, 128
+        weight = torch.empty(k, n, dtype=torch.int8, device=DEVICE)
+        if op == "w8a8_dynamic_linear":
+            return _act(tokens, k, dtype=dtype), weight, _act(n, dtype=torch.float32), _act(n, dtype=dtype)
+        offset = torch.empty(1, dtype=torch.int8, device=DEVICE)
+        deq_scale, quant_bias = _act(n, dtype=torch.float32), torch.empty(n, dtype=torch.int32, device=DEVICE)
+        return _act(tokens, k, dtype=dtype), weight, _act(1, dtype=dtype), offset, deq_scale, quant_bias
+    raise KeyError(f"no contract inputs for op {op!r}")
+
+
+def all_cases_by_dtype() -> list[tuple[Case, torch.dtype]]:
+    return list(itertools.product(cases(), (torch.float16, torch.bfloat16)))
