@@ -200,3 +200,10 @@ def test_verbs_and_notebooks_reach_domains_through_their_api():
 def test_the_api_rule_sees_a_facade_bypassed():
     code = "from workbench.sweep.spec import load_sweep_spec\nfrom workbench.sweep import api, charts"
     assert _domain_reach(code, "nb") == ["nb: workbench.sweep.spec"]
+
+
+def test_the_architecture_page_names_every_layer_and_unit():
+    """docs/ARCHITECTURE.md states these rules in words; it must name every layer and unit placed here."""
+    page = (REPO_ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    missing = [unit for _, units in LAYERS for unit in sorted(units) if f"`{unit}`" not in page]
+    assert missing == [], "describe the new package in docs/ARCHITECTURE.md's layer table"
