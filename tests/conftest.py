@@ -1,7 +1,10 @@
-"""Suite-wide settings: `npu`-marked tests skip unless an Ascend NPU is usable here."""
+"""Suite-wide settings: `npu`-marked tests skip unless an Ascend NPU is usable here; every vLLM server the
+session starts is recorded (who started it, seconds to ready) and the slowest starts are printed at the end."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +15,47 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 # The first test that asks for `notebook_run` pays for executing every notebook (pytest-timeout counts
 # fixture set-up in the test's time), so those tests get the whole run's budget, not the per-test one.
 NOTEBOOK_RUN_TIMEOUT_S = 2400
+
+
+STARTS_ENV = "ASCEND_WORKBENCH_SERVER_STARTS"  # workbench.settings: where server starts are recorded
+STARTED_BY_ENV = "ASCEND_WORKBENCH_STARTED_BY"
+SLOWEST_STARTS = 10
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Set before xdist starts its workers and before any server: every process of the session inherits it.
+    if STARTS_ENV not in os.environ:
+        handle, path = tempfile.mkstemp(prefix="server-starts-", suffix=".jsonl")
+        os.close(handle)
+        os.environ[STARTS_ENV] = path
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    os.environ[STARTED_BY_ENV] = item.nodeid  # the main job's runner names each notebook while it runs
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The slowest server starts of this session (pytest's --durations shows the slowest tests)."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports for the session
+        return
+    from workbench.serving.starts import read_starts
+
+    path = Path(os.environ.get(STARTS_ENV, ""))
+    starts = read_starts(path) if path.is_file() else []
+    real = [s for s in starts if s.ready_s >= 1.0]  # the unit tier's stand-in servers answer at once
+    if not real:
+        return
+    terminalreporter.section("slowest server starts")
+    terminalreporter.write_line(
+        f"{len(real)} server starts, {sum(s.ready_s for s in real):.0f} s to ready in all "
+        f"({sum(s.single_process for s in real)} single-process engines)"
+    )
+    for start in sorted(real, key=lambda s: -s.ready_s)[:SLOWEST_STARTS]:
+        mode = "single-process" if start.single_process else "subprocess engine"
+        terminalreporter.write_line(
+            f"{start.ready_s:7.1f}s {start.recipe} TP={start.tensor_parallel_size} {mode} "
+            f"[{start.configuration}] {start.started_by}"
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -14,6 +14,15 @@ ASCEND_WORKBENCH_ASCEND_ROOT
                         the Ascend install root the pre-flight inspects (default /usr/local/Ascend);
                         read by workbench.envcheck from its environment snapshot so tests can point
                         the checks at fake trees
+ASCEND_WORKBENCH_SERVER_STARTS
+                        a JSON-lines file every server start of this process and its children is
+                        recorded in (configuration, seconds to ready, who started it); set by the main
+                        job and the test session, which report them
+ASCEND_WORKBENCH_STARTED_BY
+                        who is starting servers now (a notebook's file name, a test's id), for that record
+ASCEND_WORKBENCH_ENGINE_POOL
+                        the engine pool folder launches lease servers from (workbench.serving.pool); set
+                        by the pool's owner (the main job, a test session) for itself and its children
 """
 
 from __future__ import annotations
@@ -47,6 +56,20 @@ def runs_dir() -> Path:
         return Path(os.environ["ASCEND_WORKBENCH_RUNS"])
     in_checkout = (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "notebooks").is_dir()
     return REPO_ROOT / "runs" if in_checkout else Path.cwd() / "runs"
+
+
+def server_starts_file() -> Path | None:
+    value = os.environ.get("ASCEND_WORKBENCH_SERVER_STARTS")
+    return Path(value) if value else None
+
+
+def engine_pool_dir() -> Path | None:
+    value = os.environ.get("ASCEND_WORKBENCH_ENGINE_POOL")
+    return Path(value) if value else None
+
+
+def started_by() -> str | None:
+    return os.environ.get("ASCEND_WORKBENCH_STARTED_BY") or None
 
 
 def utc_stamp() -> str:

@@ -25,8 +25,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from workbench import settings
+from workbench.serving.processes import stop_process_group
 from workbench.serving.reaper import OrphanReaper
-from workbench.serving.server import free_port, stop_process_group
+from workbench.serving.server import free_port
 
 pytestmark = pytest.mark.browser
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from workbench.recipes import ServingRecipe, load_serving_recipe
+from workbench.serving.pool import EnginePool
 from workbench.serving.server import Server, launch
 
 MARKER_VAR = "ASCEND_WORKBENCH_TEST_SESSION"
@@ -46,6 +47,14 @@ def session_marker() -> Iterator[str]:
     assert processes_with_marker(marker) == [], "a vLLM process launched by the integration tests is still running"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def engine_pool(session_marker: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnginePool]:
+    """One engine pool for the session: every launch of the same configuration shares one server (tests that
+    need a server of their own launch with pooled=False). It closes before the marker check runs."""
+    with EnginePool.open(tmp_path_factory.mktemp("engine-pool")) as pool:
+        yield pool
+
+
 @pytest.fixture(scope="session")
 def server_env(session_marker: str) -> dict[str, str]:
     """extra_env for every launch in these tests."""
@@ -66,4 +75,3 @@ def tiny_recipe() -> ServingRecipe:
 def tiny_server(tiny_recipe: ServingRecipe, server_env: dict[str, str], log_dir: Path) -> Iterator[Server]:
     with launch(tiny_recipe, extra_env=server_env, log_dir=log_dir, progress=False) as server:
         yield server
-    assert server.group_pids() == []

@@ -16,7 +16,9 @@ from tests.integration.conftest import CASE_VAR, processes_with_marker
 from workbench.serving.crash import CrashKind, ServerFailure
 from workbench.serving.load.runner import run_load
 from workbench.serving.load.workload import Workload
-from workbench.serving.server import AFTER_FAILED_REQUESTS_S, launch, live_processes
+from workbench.serving.pool import POOL_ENV
+from workbench.serving.processes import live_processes
+from workbench.serving.server import AFTER_FAILED_REQUESTS_S, launch
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.integration
 def test_started_server_is_healthy_and_serves_the_recipe_model(tiny_server):
     assert httpx.get(f"{tiny_server.url}/health", timeout=10).status_code == 200
     assert tiny_server.model == "tiny"
-    assert len(tiny_server.group_pids()) >= 2  # API server + EngineCore
+    assert len(live_processes(tiny_server.pid)) >= 2  # API server + EngineCore (pooled: the pool owns them)
     assert tiny_server.diagnose() is None
     assert "--block-size" in tiny_server.plan.argv
 
@@ -76,7 +78,7 @@ def test_kv_budget_too_small_for_max_model_len(failed_starts):
 
 def test_server_killed_mid_load(tiny_recipe, server_env, log_dir):
     workload = Workload(input_len=32, output_len=64, num_prompts=32, concurrency=8)
-    with launch(tiny_recipe, extra_env=server_env, log_dir=log_dir, progress=False) as server:
+    with launch(tiny_recipe, extra_env=server_env, log_dir=log_dir, progress=False, pooled=False) as server:
         pgid = server.process.pid
         box = {}
         loader = threading.Thread(
@@ -124,7 +126,8 @@ def test_a_sigkilled_notebook_kernel_leaves_no_server(server_env, log_dir):
     import sys
 
     marker = uuid.uuid4().hex
-    env = {**os.environ, **server_env, CASE_VAR: marker}
+    # A kernel outside any engine pool (a guided JupyterLab session): the server is the kernel's own.
+    env = {k: v for k, v in {**os.environ, **server_env, CASE_VAR: marker}.items() if k != POOL_ENV}
     kernel = subprocess.Popen(
         [sys.executable, "-c", KILLED_KERNEL, str(log_dir)], stdout=subprocess.PIPE, text=True, env=env
     )

@@ -103,8 +103,10 @@ def capture_engine_dump(
     dump = {"dir": str(out), "steps": steps, "modules": list(modules), "layers": list(layers) if layers else None,
             "stats_only": stats_only}  # fmt: skip
     recipe = base.with_overrides(engine={"enforce_eager": True}, dump=dump)
-    with (
-        launch(recipe, extra_env=extra_env, extra_args=extra_args, log_dir=log_dir, progress=progress) as server,
+    with (  # never pooled: the engine counts its dump steps from its start
+        launch(
+            recipe, extra_env=extra_env, extra_args=extra_args, log_dir=log_dir, progress=progress, pooled=False
+        ) as server,
         httpx.Client(timeout=REQUEST_TIMEOUT_S) as client,
     ):
         try:

@@ -301,8 +301,9 @@ def capture(
     with bar:
         bar.set_postfix_str("starting the server")
         env = {**SCOPES_ENV, **(extra_env or {})}
+        # Never pooled: the profiler's trace folder is this capture's own, and the server is of no use after it.
         with launch(
-            recipe, extra_env=env, extra_args=profiler_args(trace_dir), log_dir=out_dir, progress=progress
+            recipe, extra_env=env, extra_args=profiler_args(trace_dir), log_dir=out_dir, progress=progress, pooled=False
         ) as server:
             bar.update(1)
             bar.set_postfix_str("profiling the workload")

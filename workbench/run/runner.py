@@ -1,15 +1,17 @@
 """The main job: execute every notebook headless with papermill, keep executed copies and HTML.
 
-Each run gets its own directory, `runs/notebooks/<UTC timestamp>/` (`settings.run_dir`), holding for each notebook the executed
-`.ipynb` and its `.html`, plus `index.html` (status, duration, failing cell per notebook) and
-`summary.json`. The summary is rewritten after every notebook, so an interrupted run still shows what
-finished. A failing notebook does not stop the others: the run reports every failure and the caller
-exits non-zero.
+Each run gets its own directory, `runs/notebooks/<UTC timestamp>/` (`settings.run_dir`), holding for each
+notebook the executed `.ipynb` and its `.html`, plus `index.html` and `summary.json`: per notebook its
+status, wall time, failing cell, the servers it started (configuration, seconds to ready) and its slowest
+cells — where the run's time goes. The summary is rewritten after every notebook, so an interrupted run
+still shows what finished. A failing notebook does not stop the others: the run reports every failure and
+the caller exits non-zero.
 """
 
 from __future__ import annotations
 
 import html
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -22,6 +24,9 @@ from workbench.results.files import write_json
 # A cell that runs longer than this fails its notebook (named with the cell) instead of blocking the run.
 DEFAULT_CELL_TIMEOUT_S = 1800.0
 HEADLESS_ENV = "ASCEND_WORKBENCH_HEADLESS"  # read by workbench.display.widgets in the kernel
+STARTS_ENV = "ASCEND_WORKBENCH_SERVER_STARTS"  # workbench.settings.server_starts_file, in the kernels
+STARTED_BY_ENV = "ASCEND_WORKBENCH_STARTED_BY"  # workbench.settings.started_by: the notebook running
+SLOWEST_CELLS = 3
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,12 @@ class NotebookOutcome:
     html: str | None
     failed_cell: int | None = None  # 0-based index into the notebook's cells
     error: str | None = None  # "ExceptionName: message"
+    servers: tuple[dict[str, Any], ...] = ()  # the servers it started: recipe, configuration, ready_s, ...
+    slowest_cells: tuple[dict[str, Any], ...] = ()  # {"cell": index, "seconds": ..., "source": first line}
+
+    @property
+    def server_seconds(self) -> float:
+        return round(sum(s["ready_s"] for s in self.servers), 2)
 
 
 @dataclass(frozen=True)
@@ -69,27 +80,93 @@ def run_notebooks(
     progress: bool = True,
     cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
 ) -> RunReport:
-    """Execute `notebooks` in order into `run_dir`; never raises for a failing or timed-out cell."""
+    """Execute `notebooks` in order into `run_dir`; never raises for a failing or timed-out cell.
+
+    The notebooks lease their servers from one engine pool (`workbench.serving.pool`): a configuration
+    two notebooks start is started once. The pool is the caller's when one is open (a test session),
+    else the run's own, stopped when the run ends.
+    """
+    import contextlib
+
+    from workbench import settings
+    from workbench.serving.pool import EnginePool
+
+    with contextlib.ExitStack() as stack:
+        if settings.engine_pool_dir() is None:
+            stack.enter_context(EnginePool.open(run_dir / "engine-pool"))
+        # the kernels' sockets: mode 0700, and a short path (Unix socket paths are limited to ~107 bytes)
+        sockets = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wb-kernel-")))
+        manager = _ipc_kernel_manager(sockets)
+        return _run_in_order(notebooks, run_dir, parameters, kernel_name, cwd, progress, cell_timeout_s, manager)
+
+
+def _run_in_order(
+    notebooks: Sequence[Path],
+    run_dir: Path,
+    parameters: dict[str, Any] | None,
+    kernel_name: str,
+    cwd: Path | None,
+    progress: bool,
+    cell_timeout_s: float | None,
+    kernel_manager: type,
+) -> RunReport:
     import os
 
     from tqdm.auto import tqdm
 
     outcomes: list[NotebookOutcome] = []
     bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
-    saved = os.environ.get(HEADLESS_ENV)
-    os.environ[HEADLESS_ENV] = "1"  # kernels inherit it: widgets render their default view statically
+    # Kernels inherit these: widgets render their default view statically, and every server start is
+    # recorded (into the test session's file when one is set, else into the run's own).
+    starts = Path(os.environ.get(STARTS_ENV) or run_dir / "server-starts.jsonl")
+    saved = {name: os.environ.get(name) for name in (HEADLESS_ENV, STARTS_ENV, STARTED_BY_ENV)}
+    os.environ.update({HEADLESS_ENV: "1", STARTS_ENV: str(starts)})
     try:
         for path in bar:
             bar.set_postfix_str(path.name)
-            outcomes.append(_execute_one(path, run_dir, parameters or {}, kernel_name, cwd, cell_timeout_s))
-            report = RunReport(run_dir, tuple(outcomes))
-            _write_summary(report)
+            os.environ[STARTED_BY_ENV] = path.name
+            outcome = _execute_one(path, run_dir, parameters or {}, kernel_name, cwd, cell_timeout_s, kernel_manager)
+            outcomes.append(_with_timings(outcome, run_dir, starts))
+            _write_summary(RunReport(run_dir, tuple(outcomes)))
     finally:
-        if saved is None:
-            os.environ.pop(HEADLESS_ENV, None)
-        else:
-            os.environ[HEADLESS_ENV] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return RunReport(run_dir, tuple(outcomes))
+
+
+def _with_timings(outcome: NotebookOutcome, run_dir: Path, starts: Path) -> NotebookOutcome:
+    """The outcome with the servers its notebook started and its slowest cells."""
+    from dataclasses import replace
+
+    from workbench.serving.starts import read_starts
+
+    servers = tuple(s.to_dict() for s in read_starts(starts) if s.started_by == outcome.notebook)
+    return replace(outcome, servers=servers, slowest_cells=_slowest_cells(run_dir / outcome.executed))
+
+
+def _slowest_cells(executed: Path, count: int = SLOWEST_CELLS) -> tuple[dict[str, Any], ...]:
+    """The `count` longest code cells of an executed notebook (papermill records each cell's duration),
+    indexed as in the source notebook."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):
+        return ()
+    timed = []
+    source_index = -1
+    for cell in nb.cells:
+        if _ADDED_TAGS & set(cell.get("metadata", {}).get("tags", [])):
+            continue
+        source_index += 1
+        seconds = cell.get("metadata", {}).get("papermill", {}).get("duration")
+        if cell.cell_type == "code" and seconds is not None:
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            timed.append({"cell": source_index, "seconds": round(float(seconds), 2), "source": first[:80]})
+    return tuple(sorted(timed, key=lambda c: -c["seconds"])[:count])
 
 
 def _execute_one(
@@ -98,7 +175,8 @@ def _execute_one(
     parameters: dict[str, Any],
     kernel_name: str,
     cwd: Path | None,
-    cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
+    cell_timeout_s: float | None,
+    kernel_manager: type,
 ) -> NotebookOutcome:
     import papermill
     from nbclient.exceptions import CellTimeoutError
@@ -119,6 +197,7 @@ def _execute_one(
             progress_bar=False,
             log_output=False,
             execution_timeout=cell_timeout_s,
+            kernel_manager_class=kernel_manager,
         )
     except papermill.PapermillExecutionError as exc:
         failed_cell = _failing_cell_index(executed, exc.exec_count)
@@ -132,6 +211,23 @@ def _execute_one(
     seconds = time.perf_counter() - start
     html_name = _to_html(executed) if executed.exists() else None
     return NotebookOutcome(path.name, error is None, round(seconds, 2), executed.name, html_name, failed_cell, error)
+
+
+def _ipc_kernel_manager(socket_dir: Path) -> type:
+    """A kernel manager that talks to its kernel over Unix sockets in a private folder, not TCP.
+
+    jupyter_client's default binds the kernel's five channels to TCP ports on 127.0.0.1, where any local
+    user can reach them, and ipykernel warns about it once per notebook ("Kernel is running over TCP
+    without encryption"). A socket in a folder only this user can open is not reachable that way, and the
+    run's output carries no warning.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**{**kwargs, "transport": "ipc", "ip": str(socket_dir / "kernel")})
+
+    return IpcKernelManager
 
 
 # Cells papermill adds to the executed copy (an error banner, the injected parameters).
@@ -171,7 +267,13 @@ def _to_html(executed: Path) -> str:
 
 
 def _write_summary(report: RunReport) -> None:
-    data = {"ok": report.ok, "notebooks": [asdict(o) for o in report.outcomes]}
+    data = {
+        "ok": report.ok,
+        "seconds": round(sum(o.seconds for o in report.outcomes), 2),
+        "server_starts": sum(len(o.servers) for o in report.outcomes),
+        "server_seconds": round(sum(o.server_seconds for o in report.outcomes), 2),
+        "notebooks": [asdict(o) | {"server_seconds": o.server_seconds} for o in report.outcomes],
+    }
     write_json(report.run_dir / "summary.json", data)
     (report.run_dir / "index.html").write_text(_index_html(report), encoding="utf-8")
 
@@ -183,9 +285,16 @@ def _index_html(report: RunReport) -> str:
         colour = "#1a7f37" if o.ok else "#cf222e"
         link = f'<a href="{html.escape(o.html)}">{html.escape(o.notebook)}</a>' if o.html else html.escape(o.notebook)
         detail = "" if o.ok else html.escape(f"cell {o.failed_cell}: {o.error}")
+        servers = "<br>".join(
+            html.escape(f"{s['recipe']} TP={s['tensor_parallel_size']} [{s['configuration']}]: {s['ready_s']:.1f} s")
+            for s in o.servers
+        )
+        cells = "<br>".join(
+            html.escape(f"cell {c['cell']}: {c['seconds']:.1f} s  {c['source']}") for c in o.slowest_cells
+        )
         rows.append(
             f"<tr><td>{link}</td><td style='color:{colour};font-weight:bold'>{status}</td>"
-            f"<td>{o.seconds:.1f} s</td><td>{detail}</td>"
+            f"<td>{o.seconds:.1f} s</td><td>{servers}</td><td><code>{cells}</code></td><td>{detail}</td>"
             f"<td><a href='{html.escape(o.executed)}'>ipynb</a></td></tr>"
         )
     verdict = "all notebooks passed" if report.ok else f"{len(report.failures())} notebook(s) failed"
@@ -194,7 +303,9 @@ def _index_html(report: RunReport) -> str:
         "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 12px;text-align:left}"
         "tr:nth-child(even){background:#f6f8fa}</style></head><body>"
         f"<h1>Ascend Porting Workbench — run {html.escape(report.run_dir.name)}</h1><p>{verdict}</p>"
-        "<table><tr><th>notebook</th><th>status</th><th>time</th><th>failure</th><th>source</th></tr>"
-        + "".join(rows)
-        + "</table></body></html>"
+        f"<p>{sum(o.seconds for o in report.outcomes):.0f} s of notebooks; "
+        f"{sum(len(o.servers) for o in report.outcomes)} server starts took "
+        f"{sum(o.server_seconds for o in report.outcomes):.0f} s of it</p>"
+        "<table><tr><th>notebook</th><th>status</th><th>time</th><th>servers started (seconds to ready)</th>"
+        "<th>slowest cells</th><th>failure</th><th>source</th></tr>" + "".join(rows) + "</table></body></html>"
     )

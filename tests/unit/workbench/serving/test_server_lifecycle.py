@@ -18,16 +18,8 @@ import pytest
 
 from workbench.recipes import load_serving_recipe
 from workbench.serving.crash import CrashKind, ServerFailure
-from workbench.serving.server import (
-    LaunchPlan,
-    attach,
-    free_port,
-    launch_env,
-    live_processes,
-    plan_launch,
-    start,
-    stop_process_group,
-)
+from workbench.serving.processes import live_processes, stop_process_group
+from workbench.serving.server import LaunchPlan, attach, free_port, launch_env, plan_launch, start
 
 FAKE_SERVER = textwrap.dedent(
     """
@@ -281,3 +273,15 @@ def test_an_npu_server_whose_atb_kernels_cannot_load_is_refused_before_starting(
     recipe = load_serving_recipe("ascend-7b-chat").with_overrides(model=str(tmp_path))
     with pytest.raises(WorkbenchError, match="NPU kernels cannot load .*libatb.so.*fix: install the NNAL package"):
         server_mod.launch(recipe)
+
+
+def test_a_tp1_cpu_server_runs_its_engine_in_the_api_server_unless_the_recipe_says_otherwise():
+    tiny = load_serving_recipe("cpu-tiny")
+    assert launch_env(tiny, True, None)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    tp2 = tiny.with_overrides(engine={"tensor_parallel_size": 2})
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in launch_env(tp2, True, None)  # the multiprocess executor
+    kept = tiny.with_overrides(env={**tiny.env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
+    assert launch_env(kept, True, None)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in launch_env(load_serving_recipe("ascend-7b-chat"), True, None)
+    plan = plan_launch(tiny)
+    assert plan.single_process and not plan_launch(tp2).single_process
