@@ -242,11 +242,23 @@ def _judged(c: DatasetComparison, limits: KindThresholds) -> DatasetComparison:
                 f"{c.agreement.exact_match_rate:.0%} of {c.agreement.problems} greedy completions identical"),
     ]  # fmt: skip
     if c.kind is DatasetKind.CODE:
-        findings.append(Finding(
-            "pass_at_1_drop_pct", c.pass_drop_pct, judge_loss(c.pass_drop_pct, limits.pass_at_1_drop_pct),
-            f"pass@1 {c.pass_reference:.1%} -> {c.pass_test:.1%} over {c.pass_problems} problems",
-        ))  # fmt: skip
+        findings.append(_pass_at_1_finding(c, limits))
     return replace(c, findings=tuple(findings))
+
+
+def _pass_at_1_finding(c: DatasetComparison, limits: KindThresholds) -> Finding:
+    """pass@1 judged only where it can move: when the reference passes no problem, it cannot drop, and a
+    0-to-0 "no change" would read as a measurement (a 135M model on a handful of HumanEval problems)."""
+    detail = f"pass@1 {c.pass_reference:.1%} -> {c.pass_test:.1%} over {c.pass_problems} problems"
+    if c.pass_problems and c.pass_reference == 0:
+        return Finding(
+            "pass_at_1_drop_pct", None, None,
+            f"{detail}: no problem passes on the reference side, so pass@1 cannot show a drop here; "
+            "NLL and greedy agreement carry the comparison (more problems, or a stronger model, make it count)",
+        )  # fmt: skip
+    return Finding(
+        "pass_at_1_drop_pct", c.pass_drop_pct, judge_loss(c.pass_drop_pct, limits.pass_at_1_drop_pct), detail
+    )
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ policy/profiling/thresholds.yaml): compiled/eager >= 1 + gain pays; < 1 loses; i
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -86,6 +87,11 @@ class LengthMix:
         mixed = [pool[i] for i in range(per_length) for pool in pools]
         return mixed[: self.num_prompts]
 
+
+# How much the start of one and the same server varies between runs on this machine: cpu-tiny was ready
+# in 24.4, 24.7 and 33.0 s in one test session, 39.3 and 45.6 s with the subprocess engine (3 Dec). A
+# start-up difference smaller than this between eager and compiled is not a price one start each can show.
+STARTUP_NOISE_S = 10.0
 
 FIXED = LengthMix("fixed", (128,))
 MIXED = LengthMix("mixed", (16, 48, 160, 400))
@@ -157,7 +163,13 @@ class GraphModeResult:
         )
 
     def ratios(self) -> pd.DataFrame:
-        """Per workload: median eager and compiled throughput, compiled/eager, compiles during the loads."""
+        """Per workload: median eager and compiled throughput, compiled/eager, the run-to-run noise, compiles
+        during the loads.
+
+        `noise` is the larger of the two modes' relative spread over their repeats ((max - min) / median):
+        how much the same server and workload move from one run to the next here. It is NaN with one run
+        per mode, where it cannot be measured.
+        """
         runs = self.runs_frame()
         rows = []
         for workload, group in runs.groupby("workload", sort=False) if not runs.empty else ():
@@ -166,6 +178,11 @@ class GraphModeResult:
             if eager.empty or compiled.empty:
                 continue
             e, c = statistics.median(eager), statistics.median(compiled)
+            spreads = [
+                (max(x) - min(x)) / statistics.median(x)
+                for x in (eager, compiled)
+                if len(x) > 1 and statistics.median(x)
+            ]
             during = group[group["mode"] == "compiled"][["compilations_during_load", "recompilations_during_load"]]
             rows.append(
                 {
@@ -174,49 +191,81 @@ class GraphModeResult:
                     "compiled_tok_s": c,
                     "ratio": c / e if e else float("nan"),
                     "runs": len(compiled),
+                    "noise": max(spreads) if len(spreads) == 2 else float("nan"),
                     "compilations_during_load": int(during.sum().sum()),
                 }
             )
         return pd.DataFrame(
-            rows, columns=["workload", "eager_tok_s", "compiled_tok_s", "ratio", "runs", "compilations_during_load"]
+            rows,
+            columns=["workload", "eager_tok_s", "compiled_tok_s", "ratio", "runs", "noise", "compilations_during_load"],
         )
 
+    def verdicts(self) -> dict[str, str]:
+        """Per workload: 'pays', 'loses' or 'unclear' — a difference counts only when it is larger than both
+        the gain threshold and the measured run-to-run noise (with one run per mode, the threshold alone)."""
+        found = {}
+        for _, row in self.ratios().iterrows():
+            margin = max(self.gain, 0.0 if math.isnan(row["noise"]) else row["noise"])
+            change = row["ratio"] - 1.0
+            found[row["workload"]] = "pays" if change > margin else "loses" if change < -margin else "unclear"
+        return found
+
     def conclusion(self) -> list[str]:
-        """When graph mode pays here and when shapes vary too much for it (from the measured ratios)."""
-        lines = []
+        """When graph mode pays here and when shapes vary too much for it, judged against the noise.
+
+        One statement per workload, then at most one summary that follows from them (never one that
+        contradicts them), then the start-up price, said as unmeasurable when one start per mode cannot
+        tell it from the variation between starts.
+        """
         ratios = self.ratios().set_index("workload")
-        for workload, row in ratios.iterrows():
-            verdict = (
-                "pays"
-                if row["ratio"] >= 1 + self.gain
-                else "loses"
-                if row["ratio"] < 1.0
-                else f"is within {self.gain:.0%} of eager (no clear gain)"
+        verdicts = self.verdicts()
+        lines = [self._workload_line(workload, row, verdicts[workload]) for workload, row in ratios.iterrows()]
+        fixed, mixed = verdicts.get("fixed"), verdicts.get("mixed")
+        if fixed == "pays" and mixed == "pays":
+            lines.append(
+                "graph mode pays on both: this engine's graphs cover the varying shapes (enforce_eager: false)"
             )
-            recompiled = (
-                f"; the engine compiled {int(row['compilations_during_load'])} graph(s) while serving it"
-                if row["compilations_during_load"]
-                else "; no compilation while serving it"
+        elif fixed == "pays" and mixed is not None:
+            lines.append(
+                "graph mode pays on fixed lengths but not on the mixed ones: shapes vary too much here — keep "
+                "enforce_eager or bucket request lengths"
             )
-            lines.append(f"{workload} lengths: graph mode {verdict} (compiled/eager {row['ratio']:.2f}){recompiled}")
-        if {"fixed", "mixed"} <= set(ratios.index):
-            fixed, mixed = ratios.loc["fixed", "ratio"], ratios.loc["mixed", "ratio"]
-            if fixed >= 1 + self.gain and mixed < 1 + self.gain:
-                lines.append(
-                    "graph mode pays on fixed lengths but not on the mixed ones: shapes vary too much "
-                    "here — keep enforce_eager or bucket request lengths"
-                )
-            elif mixed >= 1 + self.gain:
-                lines.append(
-                    "graph mode pays on both: this engine's graphs cover the varying shapes (enforce_eager: false)"
-                )
+        elif fixed is not None and mixed is not None:
+            lines.append("no consistent gain from graph mode here: keep enforce_eager (docs/METHOD.md §13)")
+        return lines + self._startup_lines()
+
+    def _workload_line(self, workload: str, row: pd.Series, verdict: str) -> str:
+        said = {
+            "pays": "pays",
+            "loses": "loses",
+            "unclear": "shows no clear difference",
+        }[verdict]
+        if math.isnan(row["noise"]):
+            noise = "one run per mode: the run-to-run noise is not measured, so this is a hint (raise repeats)"
+        else:
+            noise = f"run-to-run noise {row['noise']:.0%} over {int(row['runs'])} runs per mode"
+        recompiled = (
+            f"; the engine compiled {int(row['compilations_during_load'])} graph(s) while serving it"
+            if row["compilations_during_load"]
+            else "; no compilation while serving it"
+        )
+        return f"{workload} lengths: graph mode {said} (compiled/eager {row['ratio']:.2f}; {noise}){recompiled}"
+
+    def _startup_lines(self) -> list[str]:
         starts = {s.mode: s for s in self.starts}
-        if "compiled" in starts and "eager" in starts:
-            extra = starts["compiled"].startup_s - starts["eager"].startup_s
-            compiled = starts["compiled"].compile_s
-            spent = f" (compiling: {compiled:.0f} s)" if compiled is not None else ""
-            lines.append(f"its price: {extra:+.0f} s of start-up{spent}")
-        return lines
+        if not {"compiled", "eager"} <= starts.keys():
+            return []
+        eager, compiled = starts["eager"].startup_s, starts["compiled"].startup_s
+        spent = starts["compiled"].compile_s
+        compiling = f"; compiling took {spent:.0f} s of it" if spent is not None else ""
+        if compiled - eager > STARTUP_NOISE_S:
+            return [
+                f"its price: {compiled - eager:.0f} s more start-up than eager ({compiled:.0f} s vs {eager:.0f} s{compiling})"
+            ]
+        return [
+            f"no start-up price measurable here: compiled {compiled:.0f} s, eager {eager:.0f} s — starts vary by more "
+            f"than {STARTUP_NOISE_S:.0f} s between runs of the same server{compiling}"
+        ]
 
 
 def _log_size(server: Server) -> int:
@@ -281,7 +330,10 @@ def measure(
             variant = recipe.with_overrides(engine={"enforce_eager": mode == "eager"})
             # A pooled eager server (the main job's, when a notebook already started this configuration) is
             # leased; its start-up is the one measured when it started (Server.ready_s), as for a fresh one.
-            with launch(variant, extra_env=extra_env, log_dir=log_dir, progress=False) as server:
+            # A compiled one is started for this measurement alone (pooled=False): nothing else runs it.
+            with launch(
+                variant, extra_env=extra_env, log_dir=log_dir, progress=False, pooled=mode == "eager"
+            ) as server:
                 startup = server.ready_s or 0.0
                 log = _log_since(server, 0)
                 starts.append(ModeStart(mode, startup, compile_seconds(log), count_log(log)))

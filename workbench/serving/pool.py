@@ -17,8 +17,8 @@ configuration, so two processes asking for the same one at once start it once. G
 - never left behind: the owner's orphan guard marks every pooled server, so if the owner is killed
   (SIGKILL included) the guard stops them; a normal close stops them itself;
 - never shared when configurations differ: the fingerprint is the whole command line and environment;
-- at most one idle server: a server costs a core's worth of polling and ~3 GiB while it waits, so
-  starting a new configuration first stops the pooled servers nobody holds (`max_idle`).
+- few idle servers: a waiting server holds memory (device memory on an accelerator), so starting a new
+  configuration first stops the pooled servers nobody holds beyond the launcher's budget (`make_room`).
 
 A leased `Server` does not own its process: leaving its `with` block ends the lease, not the server.
 Callers whose measurement needs a fresh process (a dump counting steps from the start, a profiling
@@ -74,9 +74,8 @@ class PoolRecord:
 class EnginePool:
     """A pool folder. `open()` makes this process its owner; any process may `lease()` from it."""
 
-    def __init__(self, directory: Path, *, max_idle: int = 1):
+    def __init__(self, directory: Path):
         self.directory = Path(directory)
-        self.max_idle = max_idle
 
     def __repr__(self) -> str:
         return f"EnginePool({self.directory})"
@@ -163,11 +162,12 @@ class EnginePool:
                     PoolRecord(**{**asdict(record), "holders": tuple(p for p in record.holders if p != os.getpid())})
                 )
 
-    def make_room(self, keep: str) -> list[PoolRecord]:
-        """Stop idle pooled servers (no live holder) beyond `max_idle - 1`, before `keep` starts."""
+    def make_room(self, keep: str, others: int = 0) -> list[PoolRecord]:
+        """Before `keep` starts: stop the idle pooled servers (no live holder) beyond `others`, oldest first."""
         idle = [r for r in self.records() if r.fingerprint != keep and not any(alive(p) for p in r.holders)]
+        idle.sort(key=lambda r: self._record_path(r.fingerprint).stat().st_mtime)  # last leased last
         stopped = []
-        for record in idle[: max(0, len(idle) - (self.max_idle - 1))]:
+        for record in idle[: max(0, len(idle) - others)]:
             with exclusive_lock(self._lock_path(record.fingerprint)):
                 current = self._read(record.fingerprint)
                 if current is not None and not any(alive(p) for p in current.holders):

@@ -244,7 +244,7 @@ class ConfigMeasurer:
             provenance=provenance(
                 recipe=point.recipe, url=server.url, model=server.model, server_version=launched.version
             ),
-            server_pids=tuple(server.group_pids()) or (server.process.pid,),
+            server_pids=tuple(server.processes()) or ((server.pid,) if server.pid else ()),
             finished_at=_now(),
             placement=self._placement(group, window, (load_at, load_end)),
         )

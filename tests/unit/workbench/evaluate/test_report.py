@@ -166,3 +166,16 @@ def test_comparison_figure_shows_both_sides_and_the_verdicts(runs: tuple[Path, P
     assert list(bars[1].y) == [pytest.approx(1.8), pytest.approx(1.005)]
     assert list(bars[3].x) == ["humaneval (error)"] and list(bars[3].y) == [0.5]  # pass@1 of the test side
     assert figure.layout.title.text == "w8a8 against float"
+
+
+def test_pass_at_1_is_not_judged_when_the_reference_passes_nothing(tmp_path: Path) -> None:
+    """0 of N on both sides is not "no change": pass@1 cannot drop from 0, so it is said to carry nothing."""
+    spec = {"h0": {"logprobs": [-1.0], "tokens": [1], "outcome": "failed"},
+            "h1": {"logprobs": [-1.0], "tokens": [2], "outcome": "failed"}}  # fmt: skip
+    write_run(tmp_path / "float", "humaneval", "code", "float", spec)
+    write_run(tmp_path / "w8a8", "humaneval", "code", "w8a8", spec)
+    (code,) = compare_runs(tmp_path / "float", tmp_path / "w8a8").datasets
+    finding = {f.metric: f for f in code.findings}["pass_at_1_drop_pct"]
+    assert finding.verdict is None and finding.value is None
+    assert "cannot show a drop" in finding.detail and "NLL and greedy agreement carry the comparison" in finding.detail
+    assert code.verdict is Verdict.PASS  # judged by what can move: NLL and agreement

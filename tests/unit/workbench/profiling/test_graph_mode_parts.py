@@ -64,18 +64,37 @@ def test_ratios_and_a_conclusion_where_shapes_vary_too_much():
             _run("eager", "fixed", 100.0),
             _run("compiled", "fixed", 120.0),
             _run("eager", "mixed", 100.0),
-            _run("compiled", "mixed", 95.0, compiled_during=3),
+            _run("compiled", "mixed", 90.0, compiled_during=3),
         ),
         starts=(ModeStart("eager", 20.0, None, {}), ModeStart("compiled", 65.0, 40.0, {})),
         gain=0.05,
     )
     ratios = result.ratios().set_index("workload")
-    assert ratios.loc["fixed", "ratio"] == 1.2 and ratios.loc["mixed", "ratio"] == 0.95
+    assert ratios.loc["fixed", "ratio"] == 1.2 and ratios.loc["mixed", "ratio"] == 0.9
     text = "\n".join(result.conclusion())
-    assert "fixed lengths: graph mode pays (compiled/eager 1.20)" in text
+    assert "fixed lengths: graph mode pays (compiled/eager 1.20; one run per mode: the run-to-run noise is not" in text
     assert "mixed lengths: graph mode loses" in text and "compiled 3 graph(s) while serving" in text
     assert "shapes vary too much" in text
-    assert "+45 s of start-up (compiling: 40 s)" in text
+    assert "its price: 45 s more start-up than eager (65 s vs 20 s; compiling took 40 s of it)" in text
+
+
+def test_a_difference_within_the_measured_noise_is_no_verdict_and_the_summary_never_contradicts():
+    runs = [_run("eager", "fixed", t) for t in (90.0, 100.0, 110.0)]  # 20% apart from run to run
+    runs += [_run("compiled", "fixed", t) for t in (100.0, 108.0, 112.0)]  # ratio 1.08: inside the noise
+    runs += [_run("eager", "mixed", t) for t in (100.0, 101.0, 99.0)]
+    runs += [_run("compiled", "mixed", t) for t in (130.0, 131.0, 129.0)]  # 1.30, far beyond its 2% noise
+    result = GraphModeResult(
+        tuple(runs), (ModeStart("eager", 30.0, None, {}), ModeStart("compiled", 26.0, 5.0, {})), gain=0.05
+    )
+    ratios = result.ratios().set_index("workload")
+    assert round(ratios.loc["fixed", "noise"], 2) == 0.2 and round(ratios.loc["mixed", "noise"], 2) == 0.02
+    assert result.verdicts() == {"fixed": "unclear", "mixed": "pays"}
+    text = "\n".join(result.conclusion())
+    assert (
+        "fixed lengths: graph mode shows no clear difference (compiled/eager 1.08; run-to-run noise 20% over 3" in text
+    )
+    assert "pays on both" not in text and "no consistent gain" in text
+    assert "no start-up price measurable here: compiled 26 s, eager 30 s" in text and "-4 s" not in text
 
 
 def test_an_empty_result_has_empty_tables():

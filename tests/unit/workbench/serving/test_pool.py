@@ -97,11 +97,11 @@ def test_a_new_configuration_stops_the_idle_one_first(tmp_path, starts_file):
                 assert alive(held), "a server someone holds is never stopped to make room"
                 b_pid = b.pid
         assert alive(held) and alive(b_pid)  # both idle now
-        with lease(plan(tmp_path, "c"), pool, progress=False):
+        with lease(plan(tmp_path, "c"), pool, progress=False, keep_idle=0):
             deadline = time.monotonic() + 10
             while (alive(held) or alive(b_pid)) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert not alive(held) and not alive(b_pid)  # max_idle 1: room was made for c
+            assert not alive(held) and not alive(b_pid)  # keep_idle 0: room was made for c
             assert [r.recipe for r in pool.records()] == ["fake-c"]
 
 
@@ -152,3 +152,18 @@ def test_a_sigkilled_pool_owner_leaves_no_server(tmp_path):
         assert [p for p in group if alive(p)] == []
     finally:
         owner.kill()
+
+
+def test_the_idle_budget_keeps_the_most_recently_leased_servers(tmp_path, starts_file):
+    with EnginePool.open(tmp_path / "pool") as pool:
+        with lease(plan(tmp_path, "a"), pool, progress=False) as a:
+            first = a.pid
+        time.sleep(0.05)  # record times order the leases
+        with lease(plan(tmp_path, "b"), pool, progress=False, keep_idle=1) as b:
+            second = b.pid
+        time.sleep(0.05)
+        with lease(plan(tmp_path, "c"), pool, progress=False, keep_idle=1):
+            deadline = time.monotonic() + 10
+            while alive(first) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not alive(first) and alive(second)  # one idle kept: the one leased last
