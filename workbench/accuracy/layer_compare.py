@@ -13,6 +13,7 @@ reports the first diverging module and the NaN origin.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,26 +125,52 @@ def layer_curves(comparison: DumpComparison) -> go.Figure:
     """Cosine and max abs error per module in execution order; first divergence and NaN origin marked."""
     table = comparison.table
     summary = comparison.summary
+    keys = table["key"].tolist()
+    x = list(range(len(keys)))  # execution order; the module name is in the hover, layers on the axis
     fig = go.Figure()
-    x = table["key"].tolist()
-    fig.add_scatter(x=x, y=table["cosine"], name="cosine", mode="lines+markers")
-    fig.add_scatter(x=x, y=table["max_abs_err"], name="max abs error", mode="lines+markers", yaxis="y2")
+    hover = "%{customdata}<br>%{y:.6g}<extra>%{fullData.name}</extra>"
+    fig.add_scatter(x=x, y=table["cosine"], name="cosine", mode="lines+markers", customdata=keys, hovertemplate=hover)
+    fig.add_scatter(x=x, y=table["max_abs_err"], name="max abs error", mode="lines+markers", yaxis="y2",
+                    customdata=keys, hovertemplate=hover)  # fmt: skip
     for key, label, colour in (
         (summary.first_divergence, "first divergence", "#d4a72c"),
         (summary.nan_origin, "NaN origin", "#cf222e"),
     ):
-        if key is not None and key in x:
-            fig.add_vline(x=x.index(key), line_color=colour, line_dash="dash")
-            fig.add_annotation(x=key, y=1.0, yref="paper", text=label, showarrow=False, font={"color": colour})
+        if key is not None and key in keys:
+            fig.add_vline(x=keys.index(key), line_color=colour, line_dash="dash")
+            fig.add_annotation(x=keys.index(key), y=1.0, yref="paper", text=f"{label}: {key}", showarrow=False,
+                               font={"color": colour}, xanchor="left")  # fmt: skip
+    ticks = layer_ticks(keys)
     fig.update_layout(
         title="Per-module agreement with the float32 reference",
-        xaxis={"tickangle": -60, "tickfont": {"size": 9}},
+        xaxis={"title": "module, in execution order", "tickvals": list(ticks), "ticktext": list(ticks.values())},
         yaxis={"title": "cosine"},
-        yaxis2={"title": "max abs error", "overlaying": "y", "side": "right", "type": "log"},
-        height=520,
-        legend={"orientation": "h"},
-    )
+        yaxis2={"title": "max abs error", "overlaying": "y", "side": "right", "type": "log", "dtick": 1,
+                "exponentformat": "power"},
+        height=480,
+        legend={"orientation": "h", "y": -0.2},
+    )  # fmt: skip
     return fig
+
+
+_LAYER = re.compile(r"\blayers\.(\d+)\.")
+
+
+def layer_ticks(keys: list[str], most: int = 12) -> dict[int, str]:
+    """Axis ticks for a list of module names: the first module of every few decoder layers ('layer 10'), so
+    at most about `most` labels stand on the axis whatever the depth.
+
+    ["model.embed_tokens", "model.layers.0.input_layernorm", ..., "model.layers.1.mlp", ...] -> {1: "layer 0", ...}
+    """
+    first: dict[int, int] = {}
+    for index, key in enumerate(keys):
+        match = _LAYER.search(key)
+        if match is not None:
+            first.setdefault(int(match.group(1)), index)
+    if not first:
+        return {}
+    step = max(1, -(-len(first) // most))  # ceil: 30 layers, 12 labels -> every 3rd layer
+    return {index: f"layer {layer}" for layer, index in sorted(first.items()) if layer % step == 0}
 
 
 def verdict_table(comparison: DumpComparison) -> pd.DataFrame:

@@ -31,6 +31,10 @@ def comparison_figure(table: pd.DataFrame, reference: str = "reference", test: s
                 marker_color=[VERDICT_COLOURS.get(v, "#8c959f") for v in table["verdict"]])  # fmt: skip
     fig.add_scatter(x=names, y=table["greedy_exact_match"], mode="markers", name="exact match rate",
                     marker={"symbol": "diamond", "size": 11, "color": "#24292f"}, row=1, col=3)  # fmt: skip
+    for row in code.itertuples():  # pass@1 that cannot drop (the reference passes nothing) says so
+        if row.pass_at_1_reference == 0:
+            fig.add_annotation(x=f"{row.dataset} ({row.verdict})", y=0.5, text="no problem passes on the<br>"
+                               "reference side: pass@1 is<br>not informative here", showarrow=False, row=1, col=2)  # fmt: skip
     fig.update_yaxes(range=[0, 1.05], row=1, col=2)
     fig.update_yaxes(range=[0, 1.05], row=1, col=3)
     fig.update_layout(barmode="group", height=420, title=f"{test} against {reference}")

@@ -7,6 +7,8 @@ so a CPU chart never passes for an NPU one.
 
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -22,8 +24,15 @@ def _empty(title: str) -> go.Figure:
     return go.Figure(layout={"title": f"{title}: nothing to show"})
 
 
+SUBTITLE_CHARACTERS = 110  # what fits one line of a figure's subtitle at the notebook's width
+
+
 def _subtitle(mapping: str) -> str:
-    return f"<br><sup>{mapping}</sup>" if mapping else ""
+    """The mapping sentence under a title, wrapped: plotly draws a title on one line and cuts what overflows."""
+    if not mapping:
+        return ""
+    lines = textwrap.wrap(mapping, SUBTITLE_CHARACTERS)
+    return "".join(f"<br><sup>{line}</sup>" for line in lines)
 
 
 def rank_share_bars(

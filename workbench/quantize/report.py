@@ -47,13 +47,14 @@ def range_figure(out: Path) -> go.Figure:
     table = layer_table(out).dropna(subset=["span"])
     fig = go.Figure()
     table["kind"] = table["layer"].str.rsplit(".", n=1).str[-1]
+    table["decoder_layer"] = table["layer"].str.extract(r"\blayers\.(\d+)\.", expand=False).astype(float)
     for kind, rows in table.groupby("kind", sort=False):
-        fig.add_scatter(x=rows["layer"], y=rows["span"], mode="markers", name=kind)
+        fig.add_scatter(x=rows["decoder_layer"], y=rows["span"], mode="markers", name=kind, customdata=rows["layer"],
+                        hovertemplate="%{customdata}: span %{y:.4g}<extra></extra>")  # fmt: skip
     fig.update_layout(
         title="Calibrated activation span per layer (one int8 scale covers each)",
-        yaxis_type="log",
-        yaxis_title="max - min of the layer's input",
-        xaxis_showticklabels=False,
+        yaxis={"type": "log", "title": "max - min of the layer's input", "dtick": 1, "exponentformat": "power"},
+        xaxis_title="decoder layer",
     )
     return fig
 

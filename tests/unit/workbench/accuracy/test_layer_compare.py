@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.accuracy import layer_compare
-from workbench.accuracy.layer_compare import FaultRequest
+from workbench.accuracy.layer_compare import FaultRequest, layer_ticks
 
 pytest.importorskip("transformers")
 PROMPT = "The quick brown fox jumps over the lazy dog, and then"
@@ -47,3 +47,12 @@ def test_one_percent_scale_in_layer1_mlp_is_the_first_divergence(reference, tmp_
     assert result.summary.nan_origin is None
     figure = layer_compare.layer_curves(result)
     assert len(figure.data) == 2 and figure.layout.shapes  # the divergence is marked
+
+
+def test_layer_ticks_label_a_few_decoder_layers_whatever_the_depth():
+    keys = ["model.embed_tokens"] + [f"model.layers.{i}.{part}" for i in range(30) for part in ("attn", "mlp")]
+    keys.append("lm_head")
+    ticks = layer_ticks(keys)
+    assert ticks[1] == "layer 0" and ticks[7] == "layer 3" and len(ticks) == 10  # every 3rd of 30 layers
+    assert all(keys[i].startswith(f"model.layers.{label.split()[1]}.") for i, label in ticks.items())
+    assert layer_ticks(["embed", "lm_head"]) == {}
