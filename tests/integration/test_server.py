@@ -14,11 +14,12 @@ import pytest
 
 from tests.integration.conftest import CASE_VAR, processes_with_marker
 from workbench.serving.crash import CrashKind, ServerFailure
-from workbench.serving.load.runner import run_load
+from workbench.serving.hang import HangWatchdog, ServerHung
+from workbench.serving.load.runner import HangWatch, run_load
 from workbench.serving.load.workload import Workload
 from workbench.serving.pool import POOL_ENV
 from workbench.serving.processes import live_processes
-from workbench.serving.server import AFTER_FAILED_REQUESTS_S, launch
+from workbench.serving.server import AFTER_FAILED_REQUESTS_S, SINGLE_PROCESS_VAR, launch
 
 pytestmark = pytest.mark.integration
 
@@ -76,23 +77,92 @@ def test_kv_budget_too_small_for_max_model_len(failed_starts):
     assert "max_model_len" in report.fix
 
 
-def test_server_killed_mid_load(tiny_recipe, server_env, log_dir):
-    workload = Workload(input_len=32, output_len=64, num_prompts=32, concurrency=8)
-    with launch(tiny_recipe, extra_env=server_env, log_dir=log_dir, progress=False, pooled=False) as server:
-        pgid = server.process.pid
-        box = {}
-        loader = threading.Thread(
-            target=lambda: box.setdefault("result", run_load(server.url, server.model, workload, progress=False))
-        )
+@pytest.fixture(scope="module")
+def subprocess_engine(tiny_recipe, server_env, log_dir):
+    """A tiny server of this module's own with vLLM's EngineCore in a subprocess (what NPU and TP servers
+    run): the hang test stops that process, then the kill test kills the API server above it."""
+    env = {**server_env, SINGLE_PROCESS_VAR: "1"}
+    with launch(tiny_recipe, extra_env=env, log_dir=log_dir, progress=False, pooled=False) as server:
+        yield server
+
+
+def _engine_core(server) -> int:
+    children = [pid for pid in server.processes() if pid != server.pid]
+    named = [pid for pid in children if "EngineCor" in open(f"/proc/{pid}/comm").read()]
+    assert named, f"no EngineCore among {children}"
+    return named[0]
+
+
+def test_a_stopped_engine_is_reported_hung_with_the_evidence_then_recovers(subprocess_engine):
+    """The hang watchdog on a real server: SIGSTOP the EngineCore mid-load (what an engine blocked in a
+    collective looks like from outside). The load ends as hung long before its request timeout, with
+    the evidence; a `serve`-style watchdog (no client count: the server's gauge) reports it too, and
+    sees the recovery after SIGCONT; the server then serves again."""
+    server = subprocess_engine
+    engine = _engine_core(server)
+    workload = Workload(input_len=32, output_len=512, num_prompts=4, concurrency=2, request_timeout_s=600)
+    box, hangs, recoveries = {}, [], []
+
+    def load() -> None:
+        try:
+            run_load(server.url, server.model, workload, progress=False, hang=HangWatch.of(server, hang_after_s=8))
+        except ServerHung as hung:
+            box["hung"] = hung
+
+    with HangWatchdog(
+        server.url, hang_after_s=8, pids=server.processes, on_hang=hangs.append, on_recover=recoveries.append
+    ):
+        loader = threading.Thread(target=load)
+        began = time.monotonic()
         loader.start()
         deadline = time.monotonic() + 120
         while not _running(server.url):
             assert time.monotonic() < deadline, "load never reached the server"
             time.sleep(0.2)
-        os.kill(server.process.pid, signal.SIGKILL)  # the API server only: its EngineCore is orphaned
-        loader.join(timeout=300)
-        report = server.diagnose(wait_s=AFTER_FAILED_REQUESTS_S)  # as the sweep does after failed requests
-        assert report is not None and report.kind is CrashKind.KILLED and report.signal_name == "SIGKILL"
+        os.kill(engine, signal.SIGSTOP)
+        try:
+            loader.join(timeout=120)
+            took = time.monotonic() - began
+            deadline = time.monotonic() + 30  # the serve-style watchdog runs its own clock beside the load's
+            while not hangs and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            os.kill(engine, signal.SIGCONT)
+        deadline = time.monotonic() + 60
+        while not recoveries and time.monotonic() < deadline:
+            time.sleep(0.5)
+    assert "hung" in box, "the load did not end as hung"
+    report = box["hung"].report
+    assert report.kind is CrashKind.HUNG and took < 100
+    assert "requests in flight" in report.evidence[0]
+    assert any(f"process {engine} " in line and "stopped (T)" in line for line in report.evidence), report.evidence
+    assert any(line.startswith("/metrics: running ") for line in report.evidence)
+    assert len(hangs) == 1 and "requests running" in hangs[0].evidence[0]
+    assert recoveries, "the serve-style watchdog did not see the tokens flow again"
+    after = run_load(
+        server.url, server.model, Workload(input_len=32, output_len=8, num_prompts=2, concurrency=2), progress=False
+    )
+    assert after.summary.completed == 2 and server.diagnose() is None
+
+
+def test_server_killed_mid_load(subprocess_engine):
+    workload = Workload(input_len=32, output_len=64, num_prompts=32, concurrency=8)
+    server = subprocess_engine
+    pgid = server.process.pid
+    box = {}
+    loader = threading.Thread(
+        target=lambda: box.setdefault("result", run_load(server.url, server.model, workload, progress=False))
+    )
+    loader.start()
+    deadline = time.monotonic() + 120
+    while not _running(server.url):
+        assert time.monotonic() < deadline, "load never reached the server"
+        time.sleep(0.2)
+    os.kill(server.process.pid, signal.SIGKILL)  # the API server only: its EngineCore is orphaned
+    loader.join(timeout=300)
+    report = server.diagnose(wait_s=AFTER_FAILED_REQUESTS_S)  # as the sweep does after failed requests
+    assert report is not None and report.kind is CrashKind.KILLED and report.signal_name == "SIGKILL"
+    server.stop()
     assert live_processes(pgid) == []
     result = box["result"]
     s = result.summary

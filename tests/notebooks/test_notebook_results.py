@@ -64,3 +64,21 @@ def test_quantization_notebook_served_the_int8_checkpoint_close_to_float(noteboo
         # prose when this was written); a wrong scale or pack format costs whole nats per token.
         assert dataset.nll_problems == 3
         assert dataset.nll_test < 1.15 * dataset.nll_reference, dataset
+
+
+def test_first_request_notebook_triages_the_real_npu_crash_log(notebook_run):
+    """Notebook 03's triage step on the real log it ships with (vllm-ascend #1972): rank 7's EZ9999 is the
+    first error, the engine's 507034 a later one, and the fix and the verify step are shown."""
+    outcome = {o.notebook: o for o in notebook_run.outcomes}["03_first_request.ipynb"]
+    assert outcome.ok, f"03 failed at cell {outcome.failed_cell}: {outcome.error}"
+    executed = json.loads((Path(notebook_run.run_dir) / outcome.executed).read_text())
+    tables = [
+        "".join(output.get("data", {}).get("text/html", ""))
+        for cell in executed["cells"]
+        if cell["cell_type"] == "code" and "triage" in "".join(cell["source"])
+        for output in cell.get("outputs", [])
+    ]
+    timeline, first = [t for t in tables if t]
+    assert timeline.index("operator_execution") < timeline.index("aicore_timeout")  # time order
+    assert "◀ first" in timeline and "EZ9999" in timeline and "507034" in timeline
+    assert "rank 7 (device 7, pid 14897)" in first and "ascend-workbench compare-ops" in first

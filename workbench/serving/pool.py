@@ -162,6 +162,15 @@ class EnginePool:
                     PoolRecord(**{**asdict(record), "holders": tuple(p for p in record.holders if p != os.getpid())})
                 )
 
+    def retire(self, fingerprint: str) -> None:
+        """Stop the pooled server of `fingerprint` and forget it, whoever holds it: it is unusable (hung)
+        and must not be leased again."""
+        with exclusive_lock(self._lock_path(fingerprint)):
+            record = self._read(fingerprint)
+            if record is not None:
+                _stop_group(record.pid)
+                self._record_path(fingerprint).unlink(missing_ok=True)
+
     def make_room(self, keep: str, others: int = 0) -> list[PoolRecord]:
         """Before `keep` starts: stop the idle pooled servers (no live holder) beyond `others`, oldest first."""
         idle = [r for r in self.records() if r.fingerprint != keep and not any(alive(p) for p in r.holders)]

@@ -314,6 +314,15 @@ class Server:
             pool.give_back(record.fingerprint)
             self._lease = None
 
+    def retire(self) -> None:
+        """Stop the server for good, a pooled one included (a hung server must not serve the next lease);
+        a no-op for attached servers."""
+        if self._lease is not None:
+            pool, record = self._lease
+            self._lease = None
+            pool.retire(record.fingerprint)
+        self.stop()
+
 
 def _last_log_line(path: Path) -> str:
     try:

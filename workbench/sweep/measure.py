@@ -6,7 +6,9 @@ Per point (docs/METHOD.md §10: measure before tuning, at fixed lengths):
    and repeat with the same server arguments; a configuration that cannot start is recorded for each
    of its points with the crash class and fix from `workbench.serving.crash`);
 2. warm-up: a few requests of the same shape (first-call allocations, caches, compilation);
-3. the load generator runs the workload while a `MetricsSampler` polls the server's /metrics;
+3. the load generator runs the workload while a `MetricsSampler` polls the server's /metrics (and its
+   hang watchdog: a server that stops making progress ends the point as failed with the evidence, and
+   the configuration's server is stopped rather than measured further);
 4. the point is packaged as a `PointResult` with the environment fingerprint and its placement (which
    device group, which host, the wall-clock window it occupied, so the report can tell which points
    ran side by side).
@@ -37,10 +39,11 @@ from typing import Any
 
 from workbench.profiling import sweep_point as point_profiles
 from workbench.serving.client import model_dir, server_version
-from workbench.serving.crash import CrashReport, ServerFailure
+from workbench.serving.crash import CrashKind, CrashReport, ServerFailure
 from workbench.serving.device_groups import DeviceGroup
+from workbench.serving.hang import ServerHung
 from workbench.serving.load.metrics import LoadResult
-from workbench.serving.load.runner import run_coroutine, run_load_async
+from workbench.serving.load.runner import HangWatch, run_coroutine, run_load_async
 from workbench.serving.load.workload import (
     Prompt,
     build_prompts,
@@ -151,11 +154,12 @@ class ConfigMeasurer:
             book, tokenizer = self._prompts(points, launched.server, prompts, needs_tokenizer)
             launched = replace(launched, prompts_s=time.monotonic() - began)
             for index, point in enumerate(points):
-                yield self._measure(
+                result = self._measure(
                     point, launched, book[point.point_id], tokenizer, group, first=index == 0, status=say
                 )
-                if launched.server.diagnose() is not None:
-                    return  # the server died; the rest of the group stays missing and reruns next time
+                yield result
+                if _hung(result) or launched.server.diagnose() is not None:
+                    return  # the server hung or died; the rest of the group stays missing and reruns next time
         finally:
             say("stopping server")
             launched.server.stop()
@@ -200,16 +204,23 @@ class ConfigMeasurer:
         began, began_at = time.monotonic(), time.time()
         server, workload = launched.server, point.workload
         status(f"{params_text(point)} | {workload.label} | repeat {point.repeat}")
-        warmup_s = 0.0
-        if prompts.warmup:
-            warm = workload.warmup(self.spec.workload.warmup_requests)
-            t = time.monotonic()
-            run_coroutine(run_load_async(server.url, server.model, list(prompts.warmup), warm, progress=False))
-            warmup_s = time.monotonic() - t
-        load = workload.to_loadgen(self.spec.slo.per_request())
-        load_at = time.time()
-        with MetricsSampler(server.url) as sampler:
-            result = run_coroutine(run_load_async(server.url, server.model, list(prompts.load), load, progress=False))
+        warmup_s, watch = 0.0, HangWatch.of(server)
+        try:
+            if prompts.warmup:
+                warm = workload.warmup(self.spec.workload.warmup_requests)
+                t = time.monotonic()
+                run_coroutine(
+                    run_load_async(server.url, server.model, list(prompts.warmup), warm, progress=False, hang=watch)
+                )
+                warmup_s = time.monotonic() - t
+            load = workload.to_loadgen(self.spec.slo.per_request())
+            load_at = time.time()
+            with MetricsSampler(server.url) as sampler:
+                result = run_coroutine(
+                    run_load_async(server.url, server.model, list(prompts.load), load, progress=False, hang=watch)
+                )
+        except ServerHung as hung:
+            return self._hung(point, launched, hung, group, first=first, began=(began, began_at))
         load_end = time.time()
         start_s = launched.start_s if first else 0.0
         prompts_s = launched.prompts_s if first else 0.0
@@ -267,6 +278,36 @@ class ConfigMeasurer:
             placement=self._placement(group, (started_at, time.time()), None),
         )
 
+    def _hung(
+        self,
+        point: SweepPoint,
+        launched: _ServerStart,
+        hung: ServerHung,
+        group: DeviceGroup | None,
+        *,
+        first: bool,
+        began: tuple[float, float],
+    ) -> PointResult:
+        """A point whose server hung during its warm-up or load: failed, with the watchdog's evidence."""
+        start_s = launched.start_s if first else 0.0
+        wall_s = time.monotonic() - began[0] + start_s
+        window = (launched.started_at if first else began[1], time.time())
+        return PointResult(
+            point_id=point.point_id,
+            sweep=self.spec.name,
+            server_key=point.server_key,
+            params=point.params_dict,
+            workload=asdict(point.workload),
+            repeat=point.repeat,
+            status=PointStatus.LOAD_FAILED,
+            timings={"server_start_s": start_s, "server_reused": not first, "wall_s": wall_s, "overhead_s": 0.0},
+            crash=hung.report.as_row() | {"completed_before": hung.completed},
+            provenance=provenance(recipe=point.recipe, url=launched.server.url, model=launched.server.model),
+            server_pids=tuple(launched.server.processes()),
+            finished_at=_now(),
+            placement=self._placement(group, window, None),
+        )
+
     def _placement(
         self, group: DeviceGroup | None, window: tuple[float, float], load: tuple[float, float] | None
     ) -> dict[str, Any]:
@@ -311,6 +352,10 @@ def lost_result(spec: SweepSpec, point: SweepPoint, reason: str, placement: Mapp
 
 def params_text(point: SweepPoint) -> str:
     return " ".join(f"{k}={format_value(v)}" for k, v in point.params) or "base recipe"
+
+
+def _hung(result: PointResult) -> bool:
+    return bool(result.crash) and result.crash.get("kind") == CrashKind.HUNG.value
 
 
 def _status_of(result: LoadResult, crash: CrashReport | None) -> PointStatus:

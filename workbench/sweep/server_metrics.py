@@ -20,40 +20,15 @@ and histograms are read before and after and differenced.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from dataclasses import dataclass
 
 import httpx
 
+from workbench.serving.prometheus import Samples, fetch_metrics, parse_prometheus, sample_sum
+
 SAMPLE_INTERVAL_S = 0.5
-_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_prometheus(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """Prometheus text exposition -> {sample name: [(labels, value), ...]}; comments skipped."""
-    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _LINE.match(line)
-        if not match:
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        labels = dict(_LABEL.findall(match.group(2) or ""))
-        samples.setdefault(match.group(1), []).append((labels, value))
-    return samples
-
-
-def _sum(samples: dict[str, list[tuple[dict[str, str], float]]], name: str) -> float | None:
-    """Sum over label sets (all engines of a data-parallel server); None when the server lacks it."""
-    entries = samples.get(name)
-    return sum(value for _, value in entries) if entries else None
 
 
 @dataclass(frozen=True)
@@ -75,34 +50,32 @@ class MetricsSnapshot:
 
     @classmethod
     def from_text(cls, text: str, at_s: float) -> MetricsSnapshot:
-        s = parse_prometheus(text)
+        return cls.from_samples(parse_prometheus(text), at_s)
+
+    @classmethod
+    def from_samples(cls, s: Samples, at_s: float) -> MetricsSnapshot:
         info = s.get("vllm:cache_config_info") or []
         blocks = info[0][0].get("num_gpu_blocks") if info else None
         return cls(
             at_s=at_s,
-            running=_sum(s, "vllm:num_requests_running"),
-            waiting=_sum(s, "vllm:num_requests_waiting"),
-            kv_usage=_sum(s, "vllm:kv_cache_usage_perc"),
-            preemptions=_sum(s, "vllm:num_preemptions_total"),
-            prefix_queries=_sum(s, "vllm:prefix_cache_queries_total"),
-            prefix_hits=_sum(s, "vllm:prefix_cache_hits_total"),
-            queue_time_sum_s=_sum(s, "vllm:request_queue_time_seconds_sum"),
-            queue_time_count=_sum(s, "vllm:request_queue_time_seconds_count"),
-            iteration_tokens_sum=_sum(s, "vllm:iteration_tokens_total_sum"),
-            iteration_tokens_count=_sum(s, "vllm:iteration_tokens_total_count"),
+            running=sample_sum(s, "vllm:num_requests_running"),
+            waiting=sample_sum(s, "vllm:num_requests_waiting"),
+            kv_usage=sample_sum(s, "vllm:kv_cache_usage_perc"),
+            preemptions=sample_sum(s, "vllm:num_preemptions_total"),
+            prefix_queries=sample_sum(s, "vllm:prefix_cache_queries_total"),
+            prefix_hits=sample_sum(s, "vllm:prefix_cache_hits_total"),
+            queue_time_sum_s=sample_sum(s, "vllm:request_queue_time_seconds_sum"),
+            queue_time_count=sample_sum(s, "vllm:request_queue_time_seconds_count"),
+            iteration_tokens_sum=sample_sum(s, "vllm:iteration_tokens_total_sum"),
+            iteration_tokens_count=sample_sum(s, "vllm:iteration_tokens_total_count"),
             num_kv_blocks=int(blocks) if blocks and blocks.isdigit() else None,
         )
 
 
 def scrape(client: httpx.Client, url: str) -> MetricsSnapshot | None:
     """One /metrics read, or None when the endpoint does not answer (an attached non-vLLM server)."""
-    try:
-        response = client.get(f"{url}/metrics", timeout=5.0)
-    except httpx.HTTPError:
-        return None
-    if response.status_code != 200:
-        return None
-    return MetricsSnapshot.from_text(response.text, time.monotonic())
+    samples = fetch_metrics(client, url)
+    return MetricsSnapshot.from_samples(samples, time.monotonic()) if samples is not None else None
 
 
 def _delta(before: float | None, after: float | None) -> float | None:

@@ -30,6 +30,7 @@ class FailureKind(str, enum.Enum):
     SILENT_EXIT = "silent_exit"
     START_TIMEOUT = "start_timeout"
     FALSE_READY = "false_ready"
+    HUNG = "hung"  # requests in flight, no progress on /metrics (workbench.serving.hang)
     UNKNOWN = "unknown"
     # -- families of CANN / torch_npu / HCCL error codes (policy/triage/error_codes.yaml) ----------------------
     DEVICE_INIT = "device_init"  # the card could not be opened or set (rtSetDevice, 107001, 507033)

@@ -110,3 +110,41 @@ def report_dict(report: TriageReport) -> dict[str, Any]:
         "events": [event_dict(e) for e in report.events],
         "knowledge_base": str(report.knowledge_base) if report.knowledge_base else None,
     }
+
+
+def timeline_rows(report: TriageReport) -> list[dict[str, Any]]:
+    """One row per error event in time order, the first error marked: the table a notebook shows."""
+    rows = []
+    for event in report.events:
+        d, block = event.diagnosis, event.block
+        rows.append(
+            {
+                "first": "◀ first" if event is report.first else ("consequence" if d.consequence else ""),
+                "time": block.time.iso() if block.time else None,
+                "where": block.place.describe(),
+                "kind": d.kind.value,
+                "code": str(d.code) if d.code else None,
+                "operator": ", ".join(block.operators[:2]) or None,
+                "log": f"{block.source}:{block.first_line}",
+            }
+        )
+    return rows
+
+
+def first_error_rows(report: TriageReport) -> list[dict[str, str]]:
+    """The first error as (what, value) rows: code, meaning, operator, place, caller, causes, fix, verify."""
+    if report.first is None:
+        return [{"what": "first error", "value": "no error found in the logs"}]
+    d, block = report.first.diagnosis, report.first.block
+    frame = calling_frame(block.frames)
+    rows = [
+        ("kind", d.kind.value),
+        ("code", ", ".join(str(c) for c in d.codes) or "none in the log"),
+        ("what it is", d.summary),
+        ("operator", ", ".join(block.operators[:3]) or "not named"),
+        ("where", _where(report.first)),
+        ("called from", str(frame) if frame else "no Python frame in the log"),
+    ]
+    rows += [(f"cause {n}", cause) for n, cause in enumerate(d.causes, 1)]
+    rows += [("fix", d.fix), ("verify", d.verify), ("method", "docs/METHOD.md " + ", ".join(f"§{n}" for n in d.method))]
+    return [{"what": what, "value": value} for what, value in rows]

@@ -5,6 +5,7 @@
     add_no_progress(parser)                 --no-progress
     add_launch_options(parser)              --env KEY=VALUE, --server-arg ARG (repeatable), --no-progress
     add_server_source(parser)               --url URL | --recipe R, plus the launch options
+    add_hang_after(parser)                  --hang-after S   the hang watchdog's threshold (0 = off)
 
 `server_from_args(args)` is the one way a verb gets its server: a context manager that attaches to
 `--url` or launches `--recipe` and stops what it launched on exit, Ctrl-C and `kill` included.
@@ -33,6 +34,18 @@ def add_json_print(parser: argparse.ArgumentParser, what: str) -> None:
 
 def add_no_progress(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (CI logs)")
+
+
+def add_hang_after(parser: argparse.ArgumentParser) -> None:
+    from workbench.serving.api import HANG_AFTER_S
+
+    parser.add_argument(
+        "--hang-after",
+        type=float,
+        default=HANG_AFTER_S,
+        metavar="S",
+        help=f"report the server as hung after S seconds with requests running and no token (default {HANG_AFTER_S:g}; 0 = off)",
+    )
 
 
 def add_launch_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -17,8 +17,8 @@ import sys
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
-from workbench.serving.api import SLO, LoadResult, Workload, run_load
-from workbench.verbs._common import add_json_out, add_server_source, server_from_args
+from workbench.serving.api import SLO, HangWatch, LoadResult, ServerHung, Workload, run_load
+from workbench.verbs._common import add_hang_after, add_json_out, add_server_source, server_from_args
 
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")
 
@@ -80,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--goodput", nargs="+", metavar="KEY:MS", help="SLOs for goodput, e.g. ttft:500 tpot:50")
     parser.add_argument("--tokenizer", help="model directory with the tokenizer (default: the server's own)")
     parser.add_argument("--seed", type=int, default=0)
+    add_hang_after(parser)
     add_json_out(parser, "the full result (requests, summary, provenance; requests also stream to OUT.requests.jsonl)")
     parser.set_defaults(handler=run)
 
@@ -125,15 +126,20 @@ def run(args: argparse.Namespace) -> int:
         records_path.parent.mkdir(parents=True, exist_ok=True)
         records_path.unlink(missing_ok=True)
     with server_from_args(args) as server:
-        result = run_load(
-            server.url,
-            server.model,
-            workload,
-            tokenizer_dir=args.tokenizer,
-            recipe=recipe,
-            records_path=records_path,
-            progress=not args.no_progress,
-        )
+        try:
+            result = run_load(
+                server.url,
+                server.model,
+                workload,
+                tokenizer_dir=args.tokenizer,
+                recipe=recipe,
+                records_path=records_path,
+                progress=not args.no_progress,
+                hang=HangWatch.of(server, args.hang_after) if args.hang_after > 0 else None,
+            )
+        except ServerHung:
+            server.retire()  # a hung server launched here is stopped, never handed to a pool again
+            raise
     print(format_summary(result))
     if args.json:
         print(f"written: {result.write(args.json)}")

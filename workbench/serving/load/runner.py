@@ -9,16 +9,21 @@ end-to-end latency, always at fixed, realistic prompt and output lengths. A run 
 
 and stops after `num_prompts` requests or after `duration_s` seconds of sending; `metrics` defines and
 computes what is reported. This module runs it (`run_load`, `run_load_async`).
+
+A hang watchdog (`workbench.serving.hang`) reads the server's /metrics while the load runs: requests in
+flight with no token and no engine step for `HangWatch.hang_after_s` end the run at once with
+`ServerHung` and the evidence, instead of waiting out every request's timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import asdict
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,22 +34,29 @@ from tqdm.auto import tqdm
 from workbench.errors import WorkbenchError
 from workbench.results.jsonl import JsonlLog
 from workbench.serving.client import model_dir, server_version
+from workbench.serving.hang import HANG_AFTER_S, HangWatchdog, ServerHung
 from workbench.serving.load.arrivals import arrival_offsets
 from workbench.serving.load.client import RequestRecord, send_one
 from workbench.serving.load.metrics import LoadResult, summarize
 from workbench.serving.load.workload import Prompt, Workload, build_prompts, load_tokenizer
 from workbench.stack.provenance import provenance
 
-# -- what to send ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HangWatch:
+    """How a load watches its server for a hang: the threshold, and where the evidence is (the server's
+    processes and log; neither is known for an attached server). `HangWatch.of(server)` fills both."""
+
+    hang_after_s: float = HANG_AFTER_S
+    pids: Callable[[], Sequence[int]] = tuple
+    log_path: Path | None = None
+
+    @classmethod
+    def of(cls, server: Any, hang_after_s: float = HANG_AFTER_S) -> HangWatch:
+        return cls(hang_after_s, server.processes, getattr(server, "log_path", None))
 
 
-# -- what came back --------------------------------------------------------------------------------
-
-
-# -- streaming one request -------------------------------------------------------------------------
-
-
-# -- the run ---------------------------------------------------------------------------------------
+DEFAULT_WATCH = HangWatch()
 
 
 class _Run:
@@ -63,6 +75,7 @@ class _Run:
         self.payload_for = payload_for
         self.records: list[RequestRecord] = []
         self.next_index = 0
+        self.in_flight = 0  # read by the hang watchdog's thread
         # One request per line, at up to hundreds a second: written without an fsync each (the run's
         # result file is the durable record; this log shows what was sent while it runs).
         self.sink = JsonlLog(sink, fsync=False) if sink else None
@@ -84,7 +97,11 @@ class _Run:
 
     async def send(self, client: aiohttp.ClientSession, url: str, index: int) -> None:
         prompt = self.prompts[index % len(self.prompts)]
-        record = await send_one(client, url, self.payload_for(prompt), index, prompt, self.t0)
+        self.in_flight += 1
+        try:
+            record = await send_one(client, url, self.payload_for(prompt), index, prompt, self.t0)
+        finally:
+            self.in_flight -= 1
         self.records.append(record)
         if self.sink:
             self.sink.append(asdict(record))
@@ -136,8 +153,13 @@ async def run_load_async(
     stamp: dict[str, Any] | None = None,
     records_path: Path | None = None,
     progress: bool = True,
+    hang: HangWatch | None = DEFAULT_WATCH,
 ) -> LoadResult:
-    """Run `workload` against the server at `url` (prompts from `build_prompts`)."""
+    """Run `workload` against the server at `url` (prompts from `build_prompts`).
+
+    Raises `ServerHung` when the watchdog finds the server hung (`hang=None`: not watched); the
+    requests finished before it are in `records_path`.
+    """
     endpoint = f"{url.rstrip('/')}/v1/completions"
 
     def payload_for(prompt: Prompt) -> dict:
@@ -155,18 +177,50 @@ async def run_load_async(
     connector = aiohttp.TCPConnector(limit=in_flight, force_close=False)
     timeout = aiohttp.ClientTimeout(total=workload.request_timeout_s, sock_connect=30.0)
     run = _Run(workload, prompts, payload_for, records_path, progress)
+    hung = asyncio.Event()
+    watchdog = _watchdog(url, hang, run, hung)
     try:
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
-            run.start_clock()  # after the session exists: setting it up is not part of the run
-            if math.isinf(workload.request_rate):
-                await _closed_loop(run, client, endpoint)
-            else:
-                await _open_loop(run, client, endpoint)
-            duration = time.perf_counter() - run.t0
+        with watchdog or contextlib.nullcontext():
+            async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+                run.start_clock()  # after the session exists: setting it up is not part of the run
+                send = _closed_loop if math.isinf(workload.request_rate) else _open_loop
+                await _unless_hung(send(run, client, endpoint), hung)
+                duration = time.perf_counter() - run.t0
     finally:
         run.close()
+    if hung.is_set() and watchdog is not None and watchdog.report is not None:
+        raise ServerHung(watchdog.report, completed=len(run.records))
     records = tuple(sorted(run.records, key=lambda r: r.index))
     return LoadResult(workload, records, summarize(list(records), duration, workload.slo), dict(stamp or {}))
+
+
+def _watchdog(url: str, hang: HangWatch | None, run: _Run, hung: asyncio.Event) -> HangWatchdog | None:
+    """The run's watchdog; it sets `hung` (in this event loop) when it reports."""
+    if hang is None:
+        return None
+    loop = asyncio.get_running_loop()
+    return HangWatchdog(
+        url,
+        hang_after_s=hang.hang_after_s,
+        in_flight=lambda: run.in_flight,
+        pids=hang.pids,
+        log_path=hang.log_path,
+        on_hang=lambda _report: loop.call_soon_threadsafe(hung.set),
+    )
+
+
+async def _unless_hung(sending: Coroutine[Any, Any, None], hung: asyncio.Event) -> None:
+    """Run the sending coroutine to its end, or cancel it (its requests with it) when `hung` is set."""
+    load = asyncio.ensure_future(sending)
+    waiter = asyncio.ensure_future(hung.wait())
+    try:
+        await asyncio.wait({load, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not load.done():
+            load.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await load  # re-raises what the load raised, if it ended by itself
 
 
 T = TypeVar("T")
@@ -214,11 +268,13 @@ def run_load(
     recipe: Any = None,
     records_path: Path | None = None,
     progress: bool = True,
+    hang: HangWatch | None = DEFAULT_WATCH,
 ) -> LoadResult:
     """Build exact-length prompts with the model's tokenizer and run `workload` against `url`.
 
     The tokenizer comes from `tokenizer_dir`, else from the server's own model directory when it is
-    local. Records are appended to `records_path` (JSON lines) as they complete.
+    local. Records are appended to `records_path` (JSON lines) as they complete. `hang`: see
+    `run_load_async`.
     """
     served_dir = model_dir(url, model)  # None when the server's model is not on this machine
     directory = tokenizer_dir or served_dir
@@ -231,5 +287,7 @@ def run_load(
     prompts = build_prompts(tokenizer, pool, workload.input_len, prefix_ratio=workload.prefix_ratio, seed=workload.seed)
     stamp = provenance(recipe=recipe, url=url, model=model, server_version=server_version(url), model_dir=served_dir)
     return run_coroutine(
-        run_load_async(url, model, prompts, workload, stamp=stamp, records_path=records_path, progress=progress)
+        run_load_async(
+            url, model, prompts, workload, stamp=stamp, records_path=records_path, progress=progress, hang=hang
+        )
     )
