@@ -28,13 +28,12 @@ if [ $# -gt 0 ]; then
     exec "${PYTEST[@]}" "$@"
 fi
 
-# Balanced by measured durations (fresh clones, 2 Dec, 47-49 min in all: set-up 268-298 s, unit tier 442-497 s,
-# then the notebooks session 1872-2007 s (the notebook run ~1800 s of it, the browser tier ~3 min) beside the
-# servers session 2032-2209 s (every other integration module, the Ray sweep 231-348 s of it). The servers
-# session ran 160-200 s longer, on one core while the other sat idle; the profiled sweep point (one server
-# start of its own, 87-106 s) moved to the notebooks side evens them. The machine is otherwise busy while
-# both sessions run: the suite is CPU-bound, so only less work shortens it (what the notebooks already do on
-# real servers, tests/notebooks/test_notebook_results.py checks from their files).
+# Balanced by measured durations. Fresh clones, 3 Dec, with the engine pool and single-process TP=1 engines:
+# 17.9 min in all (set-up 99 s, unit tier 192 s, then the notebooks session 778 s beside the servers session
+# 644 s); before them (2 Dec) 47-49 min (set-up 268-298 s, unit tier 442-497 s, notebooks 1872-2007 s, servers
+# 2032-2209 s). The profiled sweep point (one server start of its own) runs on the notebooks side. The suite is
+# CPU-bound on two cores, so only less work shortens it: servers shared through the pool, and what the
+# notebooks already do on real servers checked from their files (tests/notebooks/test_notebook_results.py).
 NOTEBOOK_SIDE=(tests/integration/test_profile.py)
 SERVER_SIDE=()
 for f in tests/integration/test_*.py; do
