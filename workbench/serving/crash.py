@@ -257,6 +257,17 @@ class ServerFailure(WorkbenchError):
         self.report = report
 
 
+def last_log_line(path: Path, max_chars: int = 300) -> str:
+    """The last line of a log (its end read only), cut to `max_chars`; "" when it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 4096))
+            lines = handle.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][-max_chars:] if lines else ""
+
+
 def signal_name(exit_code: int | None) -> str | None:
     """-9 (Popen) or 137 (shell) -> 'SIGKILL'; None for normal exits."""
     if exit_code is None:

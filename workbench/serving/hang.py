@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from workbench.serving.crash import CrashKind, CrashReport, ServerFailure
+from workbench.serving.crash import CrashKind, CrashReport, ServerFailure, last_log_line
 from workbench.serving.prometheus import Samples, fetch_metrics, sample_sum
 
 # No progress for this long with requests in flight = hung. Long beside any honest engine step (a full
@@ -160,7 +160,7 @@ def hang_report(
         )
     evidence += processes
     if log_path is not None:
-        evidence.append(f"last log line: {_last_line(log_path)!r}")
+        evidence.append(f"last log line: {last_log_line(log_path)!r}")
     return CrashReport(
         kind=CrashKind.HUNG,
         summary=f"the server stopped making progress: {evidence[0]}",
@@ -256,13 +256,3 @@ class HangWatchdog:
 
 def _n(value: float | None) -> str:
     return "?" if value is None else f"{value:.0f}"
-
-
-def _last_line(path: Path) -> str:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - 4096))
-            lines = handle.read().decode(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return lines[-1][-300:] if lines else ""

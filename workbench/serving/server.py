@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 from workbench.errors import WorkbenchError
 from workbench.recipes import DeviceKind, ServingRecipe, stable_hash
 from workbench.serving.client import healthy, served_model
-from workbench.serving.crash import CrashReport, ServerFailure, classify, start_timeout
+from workbench.serving.crash import CrashReport, ServerFailure, classify, last_log_line, start_timeout
 from workbench.serving.device_groups import DeviceGroup, cpu_threads_bind
 from workbench.serving.pool import EnginePool, PoolRecord, active_pool
 from workbench.serving.processes import alive, live_processes, stop_process_group
@@ -324,16 +324,6 @@ class Server:
         self.stop()
 
 
-def _last_log_line(path: Path) -> str:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - 2048))
-            lines = handle.read().decode(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return lines[-1][-70:] if lines else ""
-
-
 def wait_until_healthy(process: subprocess.Popen, plan: LaunchPlan, *, progress: bool = True) -> None:
     """Poll /health until it answers 200; raise ServerFailure if the process dies or time runs out."""
     started = time.monotonic()
@@ -349,7 +339,7 @@ def wait_until_healthy(process: subprocess.Popen, plan: LaunchPlan, *, progress:
             elapsed = time.monotonic() - started
             if int(elapsed) != bar.n:  # redraw once a second: readable in logs and CI output too
                 bar.n = int(elapsed)
-                bar.set_postfix_str(_last_log_line(plan.log_path), refresh=True)
+                bar.set_postfix_str(last_log_line(plan.log_path, 70), refresh=True)
             code = process.poll()
             if code is not None:
                 text = plan.log_path.read_text(errors="replace")

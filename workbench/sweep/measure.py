@@ -239,12 +239,7 @@ class ConfigMeasurer:
         profile = point_profiles.profile_point(server, point, self.out_dir, tokenizer) if profiled else {}
         window = (launched.started_at if first else began_at, time.time())
         return PointResult(
-            point_id=point.point_id,
-            sweep=self.spec.name,
-            server_key=point.server_key,
-            params=point.params_dict,
-            workload=asdict(workload),
-            repeat=point.repeat,
+            **_identity(self.spec, point),
             status=_status_of(result, crash),
             summary=result.summary.flat(),
             server_metrics=sampler.summary(),
@@ -264,12 +259,7 @@ class ConfigMeasurer:
         self, point: SweepPoint, report: CrashReport, start_s: float, group: DeviceGroup | None, started_at: float
     ) -> PointResult:
         return PointResult(
-            point_id=point.point_id,
-            sweep=self.spec.name,
-            server_key=point.server_key,
-            params=point.params_dict,
-            workload=asdict(point.workload),
-            repeat=point.repeat,
+            **_identity(self.spec, point),
             status=PointStatus.START_FAILED,
             timings={"server_start_s": start_s, "server_reused": False, "wall_s": start_s, "overhead_s": 0.0},
             crash=report.as_row(),
@@ -293,12 +283,7 @@ class ConfigMeasurer:
         wall_s = time.monotonic() - began[0] + start_s
         window = (launched.started_at if first else began[1], time.time())
         return PointResult(
-            point_id=point.point_id,
-            sweep=self.spec.name,
-            server_key=point.server_key,
-            params=point.params_dict,
-            workload=asdict(point.workload),
-            repeat=point.repeat,
+            **_identity(self.spec, point),
             status=PointStatus.LOAD_FAILED,
             timings={"server_start_s": start_s, "server_reused": not first, "wall_s": wall_s, "overhead_s": 0.0},
             crash=hung.report.as_row() | {"completed_before": hung.completed},
@@ -327,12 +312,7 @@ class ConfigMeasurer:
 def lost_result(spec: SweepSpec, point: SweepPoint, reason: str, placement: Mapping[str, Any]) -> PointResult:
     """A point whose worker or node died under it, after the retries ran out: recorded with the reason."""
     return PointResult(
-        point_id=point.point_id,
-        sweep=spec.name,
-        server_key=point.server_key,
-        params=point.params_dict,
-        workload=asdict(point.workload),
-        repeat=point.repeat,
+        **_identity(spec, point),
         status=PointStatus.LOST,
         crash={
             "kind": "worker_lost",
@@ -348,6 +328,18 @@ def lost_result(spec: SweepSpec, point: SweepPoint, reason: str, placement: Mapp
 
 
 # -- packaging helpers ---------------------------------------------------------------------------
+
+
+def _identity(spec: SweepSpec, point: SweepPoint) -> dict[str, Any]:
+    """The fields that say which point a result is, whatever became of it."""
+    return {
+        "point_id": point.point_id,
+        "sweep": spec.name,
+        "server_key": point.server_key,
+        "params": point.params_dict,
+        "workload": asdict(point.workload),
+        "repeat": point.repeat,
+    }
 
 
 def params_text(point: SweepPoint) -> str:
