@@ -7,6 +7,8 @@ the tests did to them.
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from workbench.recipes import ServingRecipe, load_serving_recipe
 from workbench.serving.pool import EnginePool
 from workbench.serving.server import Server, launch
+from workbench.settings import REPO_ROOT
 
 MARKER_VAR = "ASCEND_WORKBENCH_TEST_SESSION"
 # A test's own servers carry a case marker too, so it can wait for exactly them while the session's shared
@@ -40,11 +43,37 @@ def processes_with_marker(marker: str, variable: str = MARKER_VAR) -> list[int]:
     return found
 
 
+def orphaned_vllm_processes(root: Path = REPO_ROOT) -> list[int]:
+    """vLLM processes (they rename themselves "VLLM::...") working in `root` whose parent is gone.
+
+    A renamed process's /proc/PID/environ no longer shows the marker (setproctitle overwrites that
+    block), so an EngineCore whose API server died is invisible to `processes_with_marker`; an orphan
+    is what such a leak looks like (a live server's EngineCore has its API server as parent)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "cmdline").read_bytes().startswith(b"VLLM::"):
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[1]) == 1 and cwd.is_relative_to(root):
+            found.append(int(entry.name))
+    return found
+
+
 @pytest.fixture(scope="session")
 def session_marker() -> Iterator[str]:
     marker = uuid.uuid4().hex
     yield marker
     assert processes_with_marker(marker) == [], "a vLLM process launched by the integration tests is still running"
+    deadline = time.monotonic() + 30  # a group being stopped right now can leave an orphan for a moment
+    while orphaned_vllm_processes() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert orphaned_vllm_processes() == [], "an orphaned vLLM process (its API server gone) is still running"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,6 +13,13 @@ launcher. A normal stop writes "done" and closes the pipe; if the pipe closes wi
 launcher died: the kernel closes its descriptors), the watcher SIGTERMs every process carrying the
 token, waits, then SIGKILLs what is left.
 
+The token is not always readable: vLLM renames its processes (`setproctitle`, "VLLM::EngineCore"), which
+overwrites the environment block /proc/PID/environ shows. So the watcher also stops every member of a
+process group whose leader carries the token (each server's API server leads its own group, and its
+EngineCore stays in it); it notes those groups at its first look, while the leaders are still alive, so an
+EngineCore whose API server died first is still found. Seen on a main job SIGKILLed during a start: the
+API server stopped, its renamed EngineCore lived on.
+
 The watcher is `python -c` with the code below (no workbench import: it must start in milliseconds
 and depend on nothing half-installed), in its own session so Ctrl-C in the launcher's terminal does not
 reach it.
@@ -33,20 +40,28 @@ needle = sys.argv[1].encode()
 if sys.stdin.read().strip() == "done":
     sys.exit(0)
 
+groups = set()  # process groups led by a guarded process: a server's API server leads its own
+
+
 def marked():
-    found = []
+    # guarded processes, and every member of a group a guarded process led when first seen
+    found, group_of = [], {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
-            if needle not in open(f"/proc/{name}/environ", "rb").read().split(b"\0"):
-                continue
             raw = open(f"/proc/{name}/stat").read()
-        except OSError:
+            fields = raw[raw.rindex(")") + 2:].split()
+            if fields[0] == "Z":
+                continue
+            group_of[int(name)] = int(fields[2])
+            if needle in open(f"/proc/{name}/environ", "rb").read().split(b"\0"):
+                found.append(int(name))
+        except (OSError, ValueError, IndexError):
             continue
-        if raw[raw.rindex(")") + 2:].split()[0] != "Z":
-            found.append(int(name))
-    return found
+    groups.update(pid for pid in found if group_of.get(pid) == pid)
+    members = {pid for pid, group in group_of.items() if group in groups}
+    return sorted((set(found) | members) - {os.getpid()})
 
 for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
     left = marked()

@@ -88,3 +88,51 @@ def test_release_leaves_guarded_processes_alone():
     finally:
         kill_all(carrying(reaper.token))
         server.wait()
+
+
+# A stand-in for vLLM's API server and its EngineCore: the child renames itself as vLLM does
+# (`setproctitle`, vllm/utils/system_utils.py), which overwrites the environment block the kernel shows in
+# /proc/PID/environ, so the token cannot be read there any more; it stays in the leader's process group.
+RENAMED_CHILD = [
+    sys.executable,
+    "-c",
+    "import subprocess, sys, time; "
+    "subprocess.Popen([sys.executable, '-c', "
+    "'import setproctitle, time; setproctitle.setproctitle(\"VLLM::EngineCore\"); time.sleep(120)']); "
+    "time.sleep(120)",
+]
+
+
+def _group_members(pgid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_renamed_engine_process_that_hides_the_token_is_stopped_with_its_group():
+    """Seen on a SIGKILLed main job: the API server was stopped, its EngineCore (renamed, token unreadable)
+    lived on as an orphan. The watcher stops the whole group of a guarded group leader."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER.format(server=RENAMED_CHILD)], stdout=subprocess.PIPE, text=True
+    )
+    token = owner.stdout.readline().strip()
+    leader: list[int] = []
+    try:
+        assert wait_for(lambda: len(carrying(token)) == 1, 30)
+        leader = carrying(token)
+        assert wait_for(lambda: len(_group_members(leader[0])) == 2, 30)
+        engine = next(pid for pid in _group_members(leader[0]) if pid != leader[0])
+        assert wait_for(lambda: "EngineCore" in Path(f"/proc/{engine}/cmdline").read_text(errors="replace"), 30)
+        assert engine not in carrying(token), "the renamed child still shows the token: the case is not reproduced"
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait()
+        assert wait_for(lambda: _group_members(leader[0]) == [], 30)
+    finally:
+        kill_all(carrying(token) + (_group_members(leader[0]) if leader else []))
