@@ -1,18 +1,18 @@
-"""Server start and served throughput: vLLM's engine inside the API server vs in its EngineCore subprocess.
+"""Server start and served throughput: the model worker inside vLLM's EngineCore vs in a worker process.
 
     .venv/bin/python benchmarks/bench_server_start.py                      # tiny and smollm2, 2 rounds
     .venv/bin/python benchmarks/bench_server_start.py --recipes cpu-tiny --rounds 3
 
-Why: TP=1 CPU servers now run single-process (VLLM_ENABLE_V1_MULTIPROCESSING=0, workbench.serving.server)
+Why: TP=1 CPU servers now run their worker in the EngineCore (VLLM_ENABLE_V1_MULTIPROCESSING=0, workbench.serving.server)
 because a server start is most of the main job's and the suite's time. This measures what that buys —
 seconds from launch to a healthy /health — and checks what it could cost: output throughput of the same
 fixed load (the workbench's load generator, `vllm bench serve`'s definitions), since the API server and
-the engine then share one Python process.
+the engine's scheduling and the model then share one Python process.
 
 Each round starts one server per mode for each recipe, the two modes in alternating order from round to
 round (this host's speed drifts by more than the effect; see README), warms it up, runs the load, stops
 it. Reported per recipe: the median ready time and throughput of each mode, and the medians of the
-per-round ratios single / subprocess.
+per-round ratios in-process / worker process.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import statistics
 from workbench.recipes import load_serving_recipe
 from workbench.serving.load.runner import run_load
 from workbench.serving.load.workload import Workload
-from workbench.serving.server import SINGLE_PROCESS_VAR, launch
+from workbench.serving.server import IN_PROCESS_WORKER_VAR, launch
 
-MODES = {"single": "0", "subprocess": "1"}
+MODES = {"in-process": "0", "worker-process": "1"}
 
 
 def measure(recipe_name: str, mode: str, workload: Workload, warmup: Workload) -> dict[str, float]:
     recipe = load_serving_recipe(recipe_name)
-    with launch(recipe, extra_env={SINGLE_PROCESS_VAR: MODES[mode]}, progress=False, pooled=False) as server:
+    with launch(recipe, extra_env={IN_PROCESS_WORKER_VAR: MODES[mode]}, progress=False, pooled=False) as server:
         run_load(server.url, server.model, warmup, progress=False)
         summary = run_load(server.url, server.model, workload, progress=False).summary
         ready_s = server.ready_s
@@ -62,10 +62,10 @@ def main() -> None:
                 flush=True,
             )
         for key, label in (("ready_s", "ready time"), ("output_tok_s", "output throughput")):
-            single = statistics.median(r["single"][key] for r in rounds)
-            sub = statistics.median(r["subprocess"][key] for r in rounds)
-            ratio = statistics.median(r["single"][key] / r["subprocess"][key] for r in rounds)
-            print(f"{recipe} {label}: single {single:.1f}, subprocess {sub:.1f}; single / subprocess {ratio:.3f}")
+            inside = statistics.median(r["in-process"][key] for r in rounds)
+            apart = statistics.median(r["worker-process"][key] for r in rounds)
+            ratio = statistics.median(r["in-process"][key] / r["worker-process"][key] for r in rounds)
+            print(f"{recipe} {label}: in-process {inside:.1f}, worker process {apart:.1f}; ratio {ratio:.3f}")
 
 
 if __name__ == "__main__":

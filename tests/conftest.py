@@ -48,10 +48,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     terminalreporter.section("slowest server starts")
     terminalreporter.write_line(
         f"{len(real)} server starts, {sum(s.ready_s for s in real):.0f} s to ready in all "
-        f"({sum(s.single_process for s in real)} single-process engines)"
+        f"({sum(s.in_process_worker for s in real)} engines with the worker in-process)"
     )
     for start in sorted(real, key=lambda s: -s.ready_s)[:SLOWEST_STARTS]:
-        mode = "single-process" if start.single_process else "subprocess engine"
+        mode = "worker in EngineCore" if start.in_process_worker else "worker process"
         terminalreporter.write_line(
             f"{start.ready_s:7.1f}s {start.recipe} TP={start.tensor_parallel_size} {mode} "
             f"[{start.configuration}] {start.started_by}"

@@ -19,7 +19,7 @@ from workbench.serving.load.runner import HangWatch, run_load
 from workbench.serving.load.workload import Workload
 from workbench.serving.pool import POOL_ENV
 from workbench.serving.processes import live_processes
-from workbench.serving.server import AFTER_FAILED_REQUESTS_S, SINGLE_PROCESS_VAR, launch
+from workbench.serving.server import AFTER_FAILED_REQUESTS_S, IN_PROCESS_WORKER_VAR, launch
 
 pytestmark = pytest.mark.integration
 
@@ -78,10 +78,10 @@ def test_kv_budget_too_small_for_max_model_len(failed_starts):
 
 
 @pytest.fixture(scope="module")
-def subprocess_engine(tiny_recipe, server_env, log_dir):
-    """A tiny server of this module's own with vLLM's EngineCore in a subprocess (what NPU and TP servers
-    run): the hang test stops that process, then the kill test kills the API server above it."""
-    env = {**server_env, SINGLE_PROCESS_VAR: "1"}
+def worker_process_server(tiny_recipe, server_env, log_dir):
+    """A tiny server of this module's own with its worker in a process of its own (vLLM's default, what NPU
+    and TP servers run): the hang test stops its EngineCore, then the kill test kills the API server above it."""
+    env = {**server_env, IN_PROCESS_WORKER_VAR: "1"}
     with launch(tiny_recipe, extra_env=env, log_dir=log_dir, progress=False, pooled=False) as server:
         yield server
 
@@ -93,12 +93,12 @@ def _engine_core(server) -> int:
     return named[0]
 
 
-def test_a_stopped_engine_is_reported_hung_with_the_evidence_then_recovers(subprocess_engine):
+def test_a_stopped_engine_is_reported_hung_with_the_evidence_then_recovers(worker_process_server):
     """The hang watchdog on a real server: SIGSTOP the EngineCore mid-load (what an engine blocked in a
     collective looks like from outside). The load ends as hung long before its request timeout, with
     the evidence; a `serve`-style watchdog (no client count: the server's gauge) reports it too, and
     sees the recovery after SIGCONT; the server then serves again."""
-    server = subprocess_engine
+    server = worker_process_server
     engine = _engine_core(server)
     workload = Workload(input_len=32, output_len=512, num_prompts=4, concurrency=2, request_timeout_s=600)
     box, hangs, recoveries = {}, [], []
@@ -145,9 +145,9 @@ def test_a_stopped_engine_is_reported_hung_with_the_evidence_then_recovers(subpr
     assert after.summary.completed == 2 and server.diagnose() is None
 
 
-def test_server_killed_mid_load(subprocess_engine):
+def test_server_killed_mid_load(worker_process_server):
     workload = Workload(input_len=32, output_len=64, num_prompts=32, concurrency=8)
-    server = subprocess_engine
+    server = worker_process_server
     pgid = server.process.pid
     box = {}
     loader = threading.Thread(

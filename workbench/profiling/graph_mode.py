@@ -89,7 +89,7 @@ class LengthMix:
 
 
 # How much the start of one and the same server varies between runs on this machine: cpu-tiny was ready
-# in 24.4, 24.7 and 33.0 s in one test session, 39.3 and 45.6 s with the subprocess engine (3 Dec). A
+# in 24.4, 24.7 and 33.0 s in one test session, 39.3 and 45.6 s with a worker process of its own (3 Dec). A
 # start-up difference smaller than this between eager and compiled is not a price one start each can show.
 STARTUP_NOISE_S = 10.0
 

@@ -12,7 +12,7 @@ requests in the running batch, and neither the token counters nor the engine-ste
 and *stalled* while busy and none of `vllm:prompt_tokens_total`, `vllm:generation_tokens_total` and
 `vllm:iteration_tokens_total_count` has moved. Stalled for `hang_after_s` = hung, reported once per
 episode as a `CrashReport` of kind HUNG with the evidence: the gauges, the last progress, how long
-/metrics has not answered (a single-process engine stops its own API server when it blocks), and the
+/metrics has not answered (a whole server stopped, or an API server blocked itself), and the
 state of every process of the server (a stopped or sleeping EngineCore). A server that never answered
 /metrics (an attached server of another kind) cannot be judged, and the watchdog says so once.
 """
@@ -34,7 +34,7 @@ from workbench.serving.prometheus import Samples, fetch_metrics, sample_sum
 # prefill batch of the embedded models takes seconds on 2 cores) and short beside HCCL's 1800 s.
 HANG_AFTER_S = 60.0
 POLL_S = 1.0
-METRICS_TIMEOUT_S = 3.0  # one /metrics read; a stuck single-process server does not answer at all
+METRICS_TIMEOUT_S = 3.0  # one /metrics read; a stopped API server does not answer at all
 
 _PROCESS_STATES = {
     "R": "running",

@@ -59,7 +59,7 @@ class PoolRecord:
     ready_s: float
     log_path: str
     tensor_parallel_size: int = 1
-    single_process: bool = False
+    in_process_worker: bool = False
     holders: tuple[int, ...] = ()  # pids of the processes holding a lease now
 
     def to_dict(self) -> dict[str, Any]:

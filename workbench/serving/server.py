@@ -61,14 +61,17 @@ POLL_S = 0.5
 # How long a caller whose requests to a launched server failed waits for the server's exit to show
 # before it concludes the server is alive (see Server.diagnose).
 AFTER_FAILED_REQUESTS_S = 10.0
-# A TP=1 CPU server runs vLLM's engine inside the API server process instead of an EngineCore subprocess:
-# one Python process to start instead of two, ready in 29 s instead of 39-46 s for the tiny model here
-# (3 Dec, two rounds each, alternating). Checked per feature on a real server at TP=1 (the plugin's ops
-# and stats, torch profiler windows, prefix-cache hits, compressed-tensors W8A8, injected faults): each
-# works as with the subprocess engine, and the integration tier keeps running every one of them this way.
+# A TP=1 CPU server runs its model worker inside vLLM's EngineCore process (VLLM_ENABLE_V1_MULTIPROCESSING=0
+# gives the engine vLLM's uniprocess executor) instead of in a worker process of its own: the API server
+# and the EngineCore still start as two processes, but no third one imports vLLM and torch and loads the
+# model (process lists of a running tiny server checked, 3 Dec). Ready in 20.4 s instead of 28.6 s for the
+# tiny model here (benchmarks/bench_server_start.py, 3 Dec, two rounds, alternating). Checked per feature
+# on a real server at TP=1 (the plugin's ops and stats, torch profiler windows, prefix-cache hits,
+# compressed-tensors W8A8, injected faults): each works as with a worker process, and the integration tier
+# keeps running every one of them this way.
 # Tensor or pipeline parallelism needs vLLM's multiprocess executor, and NPU servers keep vLLM's default
 # (not checked here); a recipe's `env` setting the variable wins over this default.
-SINGLE_PROCESS_VAR = "VLLM_ENABLE_V1_MULTIPROCESSING"
+IN_PROCESS_WORKER_VAR = "VLLM_ENABLE_V1_MULTIPROCESSING"
 CPU_IDLE_SERVERS = 2  # see idle_budget
 
 
@@ -99,9 +102,9 @@ class LaunchPlan:
         return stable_hash({"argv": argv, "env": dict(self.env)})[:16]
 
     @property
-    def single_process(self) -> bool:
-        """The engine runs inside the API server process (vLLM's VLLM_ENABLE_V1_MULTIPROCESSING=0)."""
-        return dict(self.env).get(SINGLE_PROCESS_VAR) == "0"
+    def in_process_worker(self) -> bool:
+        """The model worker runs inside the EngineCore process (vLLM's VLLM_ENABLE_V1_MULTIPROCESSING=0)."""
+        return dict(self.env).get(IN_PROCESS_WORKER_VAR) == "0"
 
     def command_line(self) -> str:
         """A shell line a user can paste to start the same server by hand."""
@@ -143,7 +146,7 @@ def launch_env(recipe: ServingRecipe, model_is_local: bool, extra_env: Mapping[s
         if not explicit_budget:
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"
         if ranks == 1:
-            env[SINGLE_PROCESS_VAR] = "0"  # see SINGLE_PROCESS_VAR
+            env[IN_PROCESS_WORKER_VAR] = "0"  # see IN_PROCESS_WORKER_VAR
     if recipe.dump is not None:  # the vLLM plugin records the engine's module outputs (vllm_plugin.dump)
         env["ASCEND_BACKEND_DUMP"] = recipe.dump.env_value()
     env.update(recipe.env)
@@ -385,7 +388,7 @@ def start(plan: LaunchPlan, *, progress: bool = True, pool: EnginePool | None = 
         wait_until_healthy(process, plan, progress=progress)
         model = served_model(plan.url)
         ready_s = round(time.monotonic() - began, 2)
-        record_start(plan.recipe_name, plan.fingerprint, ready_s, plan.tensor_parallel_size, plan.single_process)
+        record_start(plan.recipe_name, plan.fingerprint, ready_s, plan.tensor_parallel_size, plan.in_process_worker)
     except BaseException:  # Ctrl-C and ServerFailure alike: never leave the group behind
         stop_process_group(process)
         if guard is not None:
@@ -394,7 +397,7 @@ def start(plan: LaunchPlan, *, progress: bool = True, pool: EnginePool | None = 
     if pool is not None:
         record = PoolRecord(
             plan.fingerprint, plan.recipe_name, plan.url, model, process.pid, ready_s, str(plan.log_path),
-            plan.tensor_parallel_size, plan.single_process,
+            plan.tensor_parallel_size, plan.in_process_worker,
         )  # fmt: skip
         pool.add(record)
         return Server(plan.url, model, plan=plan, lease=(pool, pool.take(record)), ready_s=ready_s)

@@ -27,7 +27,7 @@ class ServerStart:
     ready_s: float
     started_by: str | None  # a notebook file name or a test id (ASCEND_WORKBENCH_STARTED_BY)
     tensor_parallel_size: int
-    single_process: bool  # the engine ran inside the API server (VLLM_ENABLE_V1_MULTIPROCESSING=0)
+    in_process_worker: bool  # the worker ran inside the EngineCore (VLLM_ENABLE_V1_MULTIPROCESSING=0)
     at: float  # epoch seconds when it became ready (or was leased)
     reused: bool = False  # leased from the engine pool, already running: `ready_s` is 0
 
@@ -40,7 +40,7 @@ class ServerStart:
 
 
 def record_start(
-    recipe: str, configuration: str, ready_s: float, tensor_parallel_size: int, single_process: bool
+    recipe: str, configuration: str, ready_s: float, tensor_parallel_size: int, in_process_worker: bool
 ) -> ServerStart | None:
     """Append one start to the file named by ASCEND_WORKBENCH_SERVER_STARTS (None when it is not set)."""
     path = settings.server_starts_file()
@@ -52,7 +52,7 @@ def record_start(
         round(ready_s, 2),
         settings.started_by(),
         tensor_parallel_size,
-        single_process,
+        in_process_worker,
         time.time(),
     )
     JsonlLog(path, fsync=False).append(start.to_dict())  # a report of timings, not a measured result
@@ -66,7 +66,7 @@ def record_lease(record: Any) -> ServerStart | None:
         return None
     start = ServerStart(
         record.recipe, record.fingerprint, 0.0, settings.started_by(), record.tensor_parallel_size,
-        record.single_process, time.time(), reused=True,
+        record.in_process_worker, time.time(), reused=True,
     )  # fmt: skip
     JsonlLog(path, fsync=False).append(start.to_dict())
     return start

@@ -33,7 +33,7 @@ class StallServer:
         self.tokens_before_freeze = tokens_before_freeze
         self.gap_s = gap_s
         self.metrics = metrics
-        self.metrics_blocked = threading.Event()  # set: /metrics stops answering (a single-process engine)
+        self.metrics_blocked = threading.Event()  # set: /metrics stops answering (the API server itself blocked)
         self.lock = threading.Lock()
         self.generated = 0
         self.prompt_tokens = 0

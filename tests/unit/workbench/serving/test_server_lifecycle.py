@@ -284,4 +284,4 @@ def test_a_tp1_cpu_server_runs_its_engine_in_the_api_server_unless_the_recipe_sa
     assert launch_env(kept, True, None)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in launch_env(load_serving_recipe("ascend-7b-chat"), True, None)
     plan = plan_launch(tiny)
-    assert plan.single_process and not plan_launch(tp2).single_process
+    assert plan.in_process_worker and not plan_launch(tp2).in_process_worker
