@@ -22,13 +22,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
 from workbench.serving.crash import CrashKind, CrashReport, ServerFailure, last_log_line
-from workbench.serving.prometheus import Samples, fetch_metrics, sample_sum
+from workbench.serving.processes import name_and_state
+from workbench.serving.prometheus import MetricsSnapshot, scrape
 
 # No progress for this long with requests in flight = hung. Long beside any honest engine step (a full
 # prefill batch of the embedded models takes seconds on 2 cores) and short beside HCCL's 1800 s.
@@ -55,62 +56,33 @@ HANG_FIX = (
 )
 
 
-@dataclass(frozen=True)
-class EngineReading:
-    """What one /metrics read says about progress; `answered` False = the endpoint did not answer."""
-
-    at_s: float  # time.monotonic()
-    answered: bool
-    running: float | None = None
-    waiting: float | None = None
-    prompt_tokens: float | None = None
-    generation_tokens: float | None = None
-    steps: float | None = None  # engine steps so far (the per-step token histogram's count)
-
-    @classmethod
-    def from_samples(cls, samples: Samples | None, at_s: float) -> EngineReading:
-        if samples is None:
-            return cls(at_s, answered=False)
-        return cls(
-            at_s,
-            answered=True,
-            running=sample_sum(samples, "vllm:num_requests_running"),
-            waiting=sample_sum(samples, "vllm:num_requests_waiting"),
-            prompt_tokens=sample_sum(samples, "vllm:prompt_tokens_total"),
-            generation_tokens=sample_sum(samples, "vllm:generation_tokens_total"),
-            steps=sample_sum(samples, "vllm:iteration_tokens_total_count"),
-        )
-
-    @property
-    def progress(self) -> tuple[float | None, float | None, float | None]:
-        """The counters that move whenever the engine does any work."""
-        return self.prompt_tokens, self.generation_tokens, self.steps
+def progress_of(snapshot: MetricsSnapshot) -> tuple[float | None, float | None, float | None]:
+    """The counters that move whenever the engine does any work: prompt and generated tokens, engine steps."""
+    return snapshot.prompt_tokens, snapshot.generation_tokens, snapshot.iteration_tokens_count
 
 
 @dataclass
 class StallClock:
     """How long the engine has been busy without progress, from a sequence of readings (pure logic).
 
-    `in_flight`: the client's requests in flight when the caller has a client (the load generator),
-    None when it has none (`serve`): then the server's own running gauge says whether it is busy.
+    A reading is a `MetricsSnapshot`, or None when /metrics did not answer. `in_flight`: the client's
+    requests in flight when the caller has a client (the load generator), None when it has none
+    (`serve`): then the server's own running gauge says whether it is busy.
     """
 
-    last_progress: EngineReading | None = None  # the last reading whose counters moved (or the first)
-    last_answer: EngineReading | None = None  # the last reading /metrics answered
-    _reset_at: float | None = field(default=None, repr=False)
+    last_answer: MetricsSnapshot | None = None  # the last reading /metrics answered
+    stalled_since: float | None = None  # when the engine was last seen progressing or idle
 
-    def observe(self, reading: EngineReading, in_flight: int | None = None) -> float:
-        """Seconds the engine has been stalled after `reading` (0 when it progressed or is idle)."""
+    def observe(self, at_s: float, snapshot: MetricsSnapshot | None, in_flight: int | None = None) -> float:
+        """Seconds the engine has been stalled at `at_s` (0 when it progressed or is idle)."""
         previous = self.last_answer
-        if reading.answered:
-            self.last_answer = reading
-        busy = self._busy(in_flight)
-        moved = reading.answered and (previous is None or reading.progress != previous.progress)
-        if moved or not busy or self.last_progress is None:
-            self.last_progress = reading if reading.answered else self.last_progress
-            self._reset_at = reading.at_s
+        if snapshot is not None:
+            self.last_answer = snapshot
+        moved = snapshot is not None and (previous is None or progress_of(snapshot) != progress_of(previous))
+        if moved or not self._busy(in_flight) or self.stalled_since is None:
+            self.stalled_since = at_s
             return 0.0
-        return reading.at_s - (self._reset_at if self._reset_at is not None else reading.at_s)
+        return at_s - self.stalled_since
 
     def _busy(self, in_flight: int | None) -> bool:
         if in_flight is not None:
@@ -126,20 +98,17 @@ def describe_processes(pids: Sequence[int]) -> tuple[str, ...]:
     """One line per process: pid, command name, scheduler state (a stopped or device-waiting engine)."""
     lines = []
     for pid in pids:
-        try:
-            raw = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        name = raw[raw.index("(") + 1 : raw.rindex(")")]
-        state = raw[raw.rindex(")") + 2 :].split()[0]
-        lines.append(f"process {pid} {name}: {_PROCESS_STATES.get(state, state)} ({state})")
+        if (found := name_and_state(pid)) is not None:
+            name, state = found
+            lines.append(f"process {pid} {name}: {_PROCESS_STATES.get(state, state)} ({state})")
     return tuple(lines)
 
 
 def hang_report(
     stalled_s: float,
     clock: StallClock,
-    latest: EngineReading,
+    at_s: float,
+    answered: bool,
     in_flight: int | None,
     processes: Sequence[str] = (),
     log_path: Path | None = None,
@@ -151,11 +120,12 @@ def hang_report(
     if answer is not None:
         evidence.append(
             f"/metrics: running {_n(answer.running)}, waiting {_n(answer.waiting)}, prompt tokens "
-            f"{_n(answer.prompt_tokens)}, generated tokens {_n(answer.generation_tokens)}, engine steps {_n(answer.steps)}"
+            f"{_n(answer.prompt_tokens)}, generated tokens {_n(answer.generation_tokens)}, "
+            f"engine steps {_n(answer.iteration_tokens_count)}"
         )
-    if not latest.answered and answer is not None:
+    if not answered and answer is not None:
         evidence.append(
-            f"/metrics has not answered for {latest.at_s - answer.at_s:.0f} s: the API server itself is blocked "
+            f"/metrics has not answered for {at_s - answer.at_s:.0f} s: the API server itself is blocked "
             "(an engine running inside it, or the whole process stopped)"
         )
     evidence += processes
@@ -213,6 +183,8 @@ class HangWatchdog:
         self.report: CrashReport | None = None
         self.hung = threading.Event()
         self._stop = threading.Event()
+        self._started = time.monotonic()
+        self._in_episode = self._blind_said = False
         self._thread = threading.Thread(target=self._loop, name="workbench-hang-watchdog", daemon=True)
 
     def __enter__(self) -> HangWatchdog:
@@ -224,34 +196,34 @@ class HangWatchdog:
         self._thread.join()
 
     def _loop(self) -> None:
-        started = time.monotonic()
-        in_episode, blind_said = False, False
+        self._started = time.monotonic()
         with httpx.Client() as client:
             while not self._stop.is_set():
-                reading = EngineReading.from_samples(
-                    fetch_metrics(client, self.url, METRICS_TIMEOUT_S), time.monotonic()
-                )
-                in_flight = self.in_flight() if self.in_flight is not None else None
-                stalled = self.clock.observe(reading, in_flight)
-                if not self.clock.ever_answered:
-                    if not blind_said and reading.at_s - started >= self.hang_after_s:
-                        blind_said = True
-                        if self.on_blind is not None:
-                            self.on_blind(f"{self.url}/metrics never answered: hangs cannot be detected on this server")
-                elif stalled >= self.hang_after_s and not in_episode:
-                    in_episode = True
-                    report = hang_report(
-                        stalled, self.clock, reading, in_flight, describe_processes(self.pids()), self.log_path
-                    )
-                    self.report = self.report or report
-                    self.hung.set()
-                    if self.on_hang is not None:
-                        self.on_hang(report)
-                elif stalled == 0.0 and in_episode:
-                    in_episode = False
-                    if self.on_recover is not None:
-                        self.on_recover(reading.at_s - started)
+                snapshot = scrape(client, self.url, METRICS_TIMEOUT_S)
+                now = snapshot.at_s if snapshot is not None else time.monotonic()
+                self._judge(now, snapshot, self.in_flight() if self.in_flight is not None else None)
                 self._stop.wait(self.interval_s)
+
+    def _judge(self, now: float, snapshot: MetricsSnapshot | None, in_flight: int | None) -> None:
+        """One reading: say once that the server cannot be judged, or start or end a hang episode."""
+        stalled = self.clock.observe(now, snapshot, in_flight)
+        if not self.clock.ever_answered:
+            if not self._blind_said and now - self._started >= self.hang_after_s:
+                self._blind_said = True
+                if self.on_blind is not None:
+                    self.on_blind(f"{self.url}/metrics never answered: hangs cannot be detected on this server")
+        elif stalled >= self.hang_after_s and not self._in_episode:
+            self._in_episode = True
+            processes = describe_processes(self.pids())
+            report = hang_report(stalled, self.clock, now, snapshot is not None, in_flight, processes, self.log_path)
+            self.report = self.report or report
+            self.hung.set()
+            if self.on_hang is not None:
+                self.on_hang(report)
+        elif stalled == 0.0 and self._in_episode:
+            self._in_episode = False
+            if self.on_recover is not None:
+                self.on_recover(now - self._started)
 
 
 def _n(value: float | None) -> str:

@@ -18,14 +18,29 @@ from pathlib import Path
 TERM_GRACE_S = 20.0  # SIGTERM -> SIGKILL; vLLM shuts EngineCore down in a few seconds
 
 
-def _stat_fields(pid: int) -> tuple[str, int, int] | None:
-    """(state, ppid, pgrp) from /proc/PID/stat, or None when the process is gone."""
+def _stat(pid: int) -> tuple[str, list[str]] | None:
+    """(command name, the fields after it) from /proc/PID/stat, or None when the process is gone."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = raw[raw.rindex(")") + 2 :].split()  # the command name may contain spaces and ')'
+    # the command name may contain spaces and ')': it runs from the first '(' to the last ')'
+    return raw[raw.index("(") + 1 : raw.rindex(")")], raw[raw.rindex(")") + 2 :].split()
+
+
+def _stat_fields(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgrp) from /proc/PID/stat, or None when the process is gone."""
+    stat = _stat(pid)
+    if stat is None:
+        return None
+    fields = stat[1]
     return fields[0], int(fields[1]), int(fields[2])
+
+
+def name_and_state(pid: int) -> tuple[str, str] | None:
+    """(command name, scheduler state letter: R, S, D, T, Z, ...), or None when the process is gone."""
+    stat = _stat(pid)
+    return (stat[0], stat[1][0]) if stat is not None else None
 
 
 def live_processes(pgid: int, root_pid: int | None = None) -> list[int]:

@@ -1,8 +1,9 @@
 """What the vLLM server itself says during a load: its Prometheus `/metrics`, sampled and summarised.
 
 The client sees latencies; only the server knows *why*: how many requests it was running and how many
-waited, how full the KV cache was, whether it preempted, how often the prefix cache hit. The metric
-names are those vLLM v1 registers (vllm/v1/metrics/loggers.py, PrometheusStatLogger):
+waited, how full the KV cache was, whether it preempted, how often the prefix cache hit. One scrape is
+a `workbench.serving.prometheus.MetricsSnapshot`; the metric names are those vLLM v1 registers
+(vllm/v1/metrics/loggers.py, PrometheusStatLogger):
 
     vllm:num_requests_running     gauge    requests in the running batch
     vllm:num_requests_waiting     gauge    requests queued for admission
@@ -21,61 +22,12 @@ and histograms are read before and after and differenced.
 from __future__ import annotations
 
 import threading
-import time
-from dataclasses import dataclass
 
 import httpx
 
-from workbench.serving.prometheus import Samples, fetch_metrics, parse_prometheus, sample_sum
+from workbench.serving.prometheus import MetricsSnapshot, scrape
 
 SAMPLE_INTERVAL_S = 0.5
-
-
-@dataclass(frozen=True)
-class MetricsSnapshot:
-    """One scrape. None = the server does not expose that metric (another vLLM version or engine)."""
-
-    at_s: float  # time.monotonic() of the scrape
-    running: float | None
-    waiting: float | None
-    kv_usage: float | None  # 0..1
-    preemptions: float | None
-    prefix_queries: float | None
-    prefix_hits: float | None
-    queue_time_sum_s: float | None
-    queue_time_count: float | None
-    iteration_tokens_sum: float | None
-    iteration_tokens_count: float | None
-    num_kv_blocks: int | None
-
-    @classmethod
-    def from_text(cls, text: str, at_s: float) -> MetricsSnapshot:
-        return cls.from_samples(parse_prometheus(text), at_s)
-
-    @classmethod
-    def from_samples(cls, s: Samples, at_s: float) -> MetricsSnapshot:
-        info = s.get("vllm:cache_config_info") or []
-        blocks = info[0][0].get("num_gpu_blocks") if info else None
-        return cls(
-            at_s=at_s,
-            running=sample_sum(s, "vllm:num_requests_running"),
-            waiting=sample_sum(s, "vllm:num_requests_waiting"),
-            kv_usage=sample_sum(s, "vllm:kv_cache_usage_perc"),
-            preemptions=sample_sum(s, "vllm:num_preemptions_total"),
-            prefix_queries=sample_sum(s, "vllm:prefix_cache_queries_total"),
-            prefix_hits=sample_sum(s, "vllm:prefix_cache_hits_total"),
-            queue_time_sum_s=sample_sum(s, "vllm:request_queue_time_seconds_sum"),
-            queue_time_count=sample_sum(s, "vllm:request_queue_time_seconds_count"),
-            iteration_tokens_sum=sample_sum(s, "vllm:iteration_tokens_total_sum"),
-            iteration_tokens_count=sample_sum(s, "vllm:iteration_tokens_total_count"),
-            num_kv_blocks=int(blocks) if blocks and blocks.isdigit() else None,
-        )
-
-
-def scrape(client: httpx.Client, url: str) -> MetricsSnapshot | None:
-    """One /metrics read, or None when the endpoint does not answer (an attached non-vLLM server)."""
-    samples = fetch_metrics(client, url)
-    return MetricsSnapshot.from_samples(samples, time.monotonic()) if samples is not None else None
 
 
 def _delta(before: float | None, after: float | None) -> float | None:

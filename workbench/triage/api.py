@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench import settings
 from workbench.triage.collect_env import CollectedEnv, looks_like_collect_env, parse_collect_env
 from workbench.triage.diagnosis import Diagnosis, diagnose
 from workbench.triage.kinds import FailureKind
@@ -44,6 +45,4 @@ EXAMPLE_LOGS = ("va1972_507034_ez9999_aivec_llama4.log",)
 
 def example_logs() -> list[Path]:
     """The real logs notebook 03 triages when it is given none of its own."""
-    from workbench.settings import REPO_ROOT
-
-    return [REPO_ROOT / "tests" / "fixtures" / "triage" / name for name in EXAMPLE_LOGS]
+    return [settings.REPO_ROOT / "tests" / "fixtures" / "triage" / name for name in EXAMPLE_LOGS]

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from workbench.serving.crash import CrashKind
-from workbench.serving.hang import EngineReading, HangWatchdog, ServerHung, StallClock, describe_processes
+from workbench.serving.hang import HangWatchdog, ServerHung, StallClock, describe_processes
 from workbench.serving.load.runner import HangWatch, run_coroutine, run_load_async
 from workbench.serving.load.workload import Prompt, Workload
+from workbench.serving.prometheus import MetricsSnapshot
 
 
 class StallServer:
@@ -141,38 +142,41 @@ def _load(url: str, watch: HangWatch | None, records: Path | None = None, num_pr
 # -- the stall rule ----------------------------------------------------------------------------------
 
 
-def _reading(at: float, tokens: float, running: float = 1.0, answered: bool = True) -> EngineReading:
-    if not answered:
-        return EngineReading(at, answered=False)
-    return EngineReading(
-        at, True, running=running, waiting=0.0, prompt_tokens=4.0, generation_tokens=tokens, steps=tokens
+def _snapshot(at: float, tokens: float, running: float = 1.0) -> MetricsSnapshot:
+    return MetricsSnapshot(
+        at, running=running, waiting=0.0, prompt_tokens=4.0, generation_tokens=tokens, iteration_tokens_count=tokens
     )
+
+
+def _observe(clock: StallClock, at: float, tokens: float | None, running: float = 1.0, in_flight=None) -> float:
+    """One reading at `at`; tokens None = /metrics did not answer."""
+    return clock.observe(at, None if tokens is None else _snapshot(at, tokens, running), in_flight)
 
 
 def test_busy_without_progress_accumulates_and_progress_resets_it():
     clock = StallClock()
-    assert clock.observe(_reading(0.0, 5), in_flight=2) == 0.0
-    assert clock.observe(_reading(1.0, 5), in_flight=2) == 1.0
-    assert clock.observe(_reading(3.5, 5), in_flight=2) == 3.5
-    assert clock.observe(_reading(4.0, 6), in_flight=2) == 0.0  # a token: progress
-    assert clock.observe(_reading(6.0, 6), in_flight=2) == 2.0
+    assert _observe(clock, 0.0, 5, in_flight=2) == 0.0
+    assert _observe(clock, 1.0, 5, in_flight=2) == 1.0
+    assert _observe(clock, 3.5, 5, in_flight=2) == 3.5
+    assert _observe(clock, 4.0, 6, in_flight=2) == 0.0  # a token: progress
+    assert _observe(clock, 6.0, 6, in_flight=2) == 2.0
 
 
 def test_an_idle_engine_is_never_stalled():
     clock = StallClock()
     for t in range(10):
-        assert clock.observe(_reading(float(t), 5, running=0.0), in_flight=0) == 0.0
+        assert _observe(clock, float(t), 5, running=0.0, in_flight=0) == 0.0
     # with no client (serve), the server's running gauge decides
-    assert StallClock().observe(_reading(0.0, 5, running=0.0)) == 0.0
+    assert _observe(StallClock(), 0.0, 5, running=0.0) == 0.0
     clock = StallClock()
-    clock.observe(_reading(0.0, 5, running=3.0))
-    assert clock.observe(_reading(7.0, 5, running=3.0)) == 7.0
+    _observe(clock, 0.0, 5, running=3.0)
+    assert _observe(clock, 7.0, 5, running=3.0) == 7.0
 
 
 def test_an_unanswered_metrics_read_is_no_progress():
     clock = StallClock()
-    clock.observe(_reading(0.0, 5), in_flight=1)
-    assert clock.observe(_reading(2.0, 0, answered=False), in_flight=1) == 2.0
+    _observe(clock, 0.0, 5, in_flight=1)
+    assert _observe(clock, 2.0, None, in_flight=1) == 2.0
     assert clock.last_answer is not None and clock.last_answer.at_s == 0.0
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.sweep.server_metrics import MetricsSnapshot, parse_prometheus, summarize_samples
+from workbench.serving.prometheus import MetricsSnapshot, parse_prometheus
+from workbench.sweep.server_metrics import summarize_samples
 
 TEXT = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.
