@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from ascend_backend.quantization.files import read_tensors, write_tensors
+from ascend_backend.quantization.files import read_config, read_tensors, ties_word_embeddings, write_tensors
 from ascend_backend.quantization.scheme import QuantizedCheckpointError, QuantizedLinear, QuantizedModel, QuantType
 
 QUANT_METHOD = "compressed-tensors"
@@ -110,11 +110,7 @@ def write(
 
 def config_of(path: Path) -> dict[str, Any] | None:
     """config.json's quantization_config when it is compressed-tensors, else None."""
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    quant = config.get("quantization_config") if isinstance(config, dict) else None
+    quant = (read_config(path) or {}).get("quantization_config")
     return quant if isinstance(quant, dict) and quant.get("quant_method") == QUANT_METHOD else None
 
 
@@ -144,7 +140,7 @@ def read(path: str | Path) -> QuantizedModel:
     }
     floats = {n: t for n, t in stored.items() if n not in owned}
     dtype = next((t.dtype for t in floats.values() if t.is_floating_point()), torch.bfloat16)
-    return QuantizedModel(linears, floats, dtype)
+    return QuantizedModel(linears, floats, dtype, ties_word_embeddings(read_config(path)))
 
 
 def _check_groups(path: Path, config: dict[str, Any]) -> set[bool]:

@@ -18,6 +18,9 @@ parameters for it (w8a8_static.py / w8a8_dynamic.py `get_weight`, `get_pertensor
     deq_scale       [out]                           -                  float32 (bf16 models) / int64 (fp16)
     bias            [out] when the layer has one    same               model dtype
 
+A model that ties its embeddings stores no `lm_head.weight`, yet its description says
+`"lm_head.weight": "FLOAT"`: vllm-ascend looks that key up for the head vLLM builds anyway (TIED_HEAD).
+
 For fp16 models deq_scale holds each float32 scale's bit pattern in an int64 (`arithmetic.pack_deq_scale`).
 Static layers compute `(x_q @ w_q + quant_bias) * deq_scale`, so the float bias is folded into
 quant_bias; `bias` is still written because vLLM's linear layer owns a bias parameter that must load.
@@ -32,7 +35,13 @@ from pathlib import Path
 import torch
 
 from ascend_backend.quantization.arithmetic import pack_deq_scale, unpack_deq_scale
-from ascend_backend.quantization.files import CheckpointTensors, read_tensors, write_tensors
+from ascend_backend.quantization.files import (
+    CheckpointTensors,
+    read_config,
+    read_tensors,
+    ties_word_embeddings,
+    write_tensors,
+)
 from ascend_backend.quantization.scheme import QuantizedCheckpointError, QuantizedLinear, QuantizedModel, QuantType
 
 DESCRIPTION_FILE = "quant_model_description.json"
@@ -51,6 +60,17 @@ METADATA_KEYS = frozenset(
     }
 )
 STATIC_TENSORS = ("weight", "weight_scale", "weight_offset", "input_scale", "input_offset", "quant_bias", "deq_scale")
+# The description entry of a tied model's output projection, written with no tensor behind it. vLLM
+# builds `lm_head` with the quantization config even when it ties it to the embedding (ParallelLMHead,
+# then `tie_weights`: vllm/model_executor/models/llama.py and qwen2.py, vLLM 0.32), and vllm-ascend asks
+# the description about it: `quant_description[prefix + ".weight"]` in `get_linear_quant_type`
+# (vllm_ascend/quantization/modelslim_config.py, v0.18.0:292, reached from the VocabParallelEmbedding
+# branch at :506 -- the KeyError of vllm-ascend issue #8367) or in `is_layer_skipped_ascend`
+# (vllm_ascend/quantization/quant_config.py, v0.9.1:142, v0.13.0:196). Only v0.23.0 checks
+# `_has_quant_weight` first (modelslim_config.py, v0.23.0:666); main and v0.25.1rc1 index directly
+# again. "FLOAT" makes `is_layer_skipped_ascend` true, so the head gets vLLM's unquantized method and
+# keeps the embedding's weight: no tensor is needed, and none is written.
+TIED_HEAD = "lm_head.weight"
 DYNAMIC_TENSORS = ("weight", "weight_scale", "weight_offset")
 
 
@@ -79,6 +99,8 @@ def to_tensors(model: QuantizedModel) -> tuple[dict[str, torch.Tensor], dict[str
         for leaf, tensor in _layer_tensors(layer, model.dtype).items():
             tensors[f"{prefix}.{leaf}"] = tensor
             description[f"{prefix}.{leaf}"] = layer.quant_type.value
+    if model.tied_embeddings and TIED_HEAD not in description:
+        description[TIED_HEAD] = QuantType.FLOAT.value
     return tensors, description
 
 
@@ -137,14 +159,15 @@ def read(path: str | Path) -> QuantizedModel:
     path = Path(path)
     description = read_description(path)
     stored = read_tensors(path)
-    problems = _disagreements(description, stored)
+    tied = ties_word_embeddings(read_config(path))
+    problems = _disagreements(description, stored, tied)
     if problems:
         more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
         raise QuantizedCheckpointError(
             f"{path / DESCRIPTION_FILE} disagrees with the weights: {problems[0]}{more}; the description and the "
             "safetensors must come from the same export — re-export the checkpoint"
         )
-    return _assemble(description, stored)
+    return _assemble(description, stored, tied)
 
 
 def _layer_prefixes(description: dict[str, str]) -> dict[str, QuantType]:
@@ -156,7 +179,7 @@ def _layer_prefixes(description: dict[str, str]) -> dict[str, QuantType]:
     }
 
 
-def _disagreements(description: dict[str, str], stored: CheckpointTensors) -> list[str]:
+def _disagreements(description: dict[str, str], stored: CheckpointTensors, tied: bool) -> list[str]:
     entries = {k: v for k, v in description.items() if k not in METADATA_KEYS}
     problems = [
         f"{name} has type {kind!r}; this reader knows W8A8, W8A8_DYNAMIC and FLOAT"
@@ -165,9 +188,9 @@ def _disagreements(description: dict[str, str], stored: CheckpointTensors) -> li
     ]
     problems += [f"{name} (in {stored.files[name]}) has no entry" for name in stored.tensors if name not in entries]
     problems += [
-        f"{name} is described as {kind} but no weights file holds it"
+        f"{name} is described as {kind} but no weights file holds it{_untied_head_hint(name, kind)}"
         for name, kind in entries.items()
-        if name not in stored.tensors
+        if name not in stored.tensors and not (tied and name == TIED_HEAD and kind == QuantType.FLOAT.value)
     ]
     layers = _layer_prefixes(entries)
     for name, kind in entries.items():
@@ -179,6 +202,12 @@ def _disagreements(description: dict[str, str], stored: CheckpointTensors) -> li
     for prefix, kind in layers.items():
         problems += _layer_problems(prefix, kind, stored.tensors)
     return problems
+
+
+def _untied_head_hint(name: str, kind: str) -> str:
+    if name != TIED_HEAD or kind != QuantType.FLOAT.value:
+        return ""
+    return " (a model whose lm_head reuses the embedding needs tie_word_embeddings: true in config.json)"
 
 
 def _layer_problems(prefix: str, kind: QuantType, tensors: dict[str, torch.Tensor]) -> list[str]:
@@ -222,13 +251,13 @@ def _layer_problems(prefix: str, kind: QuantType, tensors: dict[str, torch.Tenso
     return problems
 
 
-def _assemble(description: dict[str, str], stored: CheckpointTensors) -> QuantizedModel:
+def _assemble(description: dict[str, str], stored: CheckpointTensors, tied: bool) -> QuantizedModel:
     layers = _layer_prefixes({k: v for k, v in description.items() if k not in METADATA_KEYS})
     owned = {f"{p}.{leaf}" for p in layers for leaf in (*STATIC_TENSORS, "bias")}
     floats = {name: t for name, t in stored.tensors.items() if name not in owned}
     dtype = next((t.dtype for t in floats.values() if t.is_floating_point()), torch.bfloat16)
     linears = {prefix: _layer(prefix, kind, stored.tensors) for prefix, kind in layers.items()}
-    return QuantizedModel(linears, floats, dtype)
+    return QuantizedModel(linears, floats, dtype, tied)
 
 
 def _layer(prefix: str, kind: QuantType, tensors: dict[str, torch.Tensor]) -> QuantizedLinear:

@@ -83,11 +83,15 @@ def quantize_model(
     plan: Mapping[str, QuantType],
     dtype: torch.dtype,
     ranges: Mapping[str, ActivationRange] | None = None,
+    *,
+    tied_embeddings: bool = False,
 ) -> QuantizedModel:
     """The whole checkpoint: planned layers quantized, every other tensor cast to `dtype`.
 
     Static layers of one fused group get the union of their members' ranges (identical anyway when the
     ranges were observed on the shared input) so that vLLM's single input scale fits all of them.
+    `tied_embeddings` (config.json's `tie_word_embeddings`) is carried to the writers, which must
+    describe an lm_head the state dict does not hold.
     """
     ranges = ranges or {}
     linears: dict[str, QuantizedLinear] = {}
@@ -102,7 +106,7 @@ def quantize_model(
         )
     owned = {f"{p}.{leaf}" for p in linears for leaf in ("weight", "bias")}
     floats = {name: t.to(dtype) if t.is_floating_point() else t for name, t in state.items() if name not in owned}
-    return QuantizedModel(linears, floats, dtype)
+    return QuantizedModel(linears, floats, dtype, tied_embeddings)
 
 
 def _group_range(prefix: str, ranges: Mapping[str, ActivationRange]) -> ActivationRange:

@@ -58,6 +58,25 @@ def test_dynamic_msmodelslim_needs_no_calibration(tiny_dir, tmp_path, capsys):
     assert json.loads((out / "config.json").read_text()).get("quantization_config") is None
 
 
+def test_tied_tiny_describes_its_lm_head_for_vllm_ascend(tiny_dir, tmp_path):
+    # tiny ties its embeddings and stores no lm_head.weight, but vLLM builds an lm_head layer anyway and
+    # vllm-ascend looks `lm_head.weight` up in the description (vllm-ascend issue #8367).
+    from ascend_backend.quantization import msmodelslim
+    from ascend_backend.quantization.files import read_tensors
+
+    assert json.loads((tiny_dir / "config.json").read_text())["tie_word_embeddings"] is True
+    out = tmp_path / "tiny-ms"
+    assert quantize("--scheme", "w8a8-dynamic", "--format", "msmodelslim", "--out", str(out)) == 0
+    description = msmodelslim.read_description(out)
+    assert description["lm_head.weight"] == "FLOAT"
+    assert "lm_head.weight" not in read_tensors(out).tensors  # described, not stored: vLLM ties it
+    assert read_checkpoint(out).tied_embeddings
+    (result,) = Executor.from_pretrained(out, dtype=torch.float32, num_blocks=16).generate(
+        [[1, 2, 3, 4]], SamplingParams(max_tokens=2, stop_at_eos=False)
+    )
+    assert len(result.token_ids) == 2
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
