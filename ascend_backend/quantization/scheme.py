@@ -3,8 +3,10 @@
 Two W8A8 schemes, both with int8 weights quantized symmetrically per output channel:
 
 - `W8A8` (static): the activation entering the layer is quantized with ONE scale and offset for the
-  whole tensor, fixed at calibration time (asymmetric int8: `q = round(x / s) + z`). Cheapest at run
-  time (no reduction over the input), the scheme msmodelslim calls `W8A8`.
+  whole tensor, fixed at calibration time (`q = round(x / s) + z`). Cheapest at run time (no
+  reduction over the input), the scheme msmodelslim calls `W8A8`. The quantizer makes the offset 0
+  (symmetric) unless asked otherwise, since vllm-ascend's compressed-tensors path takes nothing else
+  (`arithmetic.static_activation_params`); checkpoints that carry an offset read back with it.
 - `W8A8_DYNAMIC`: every token (row) of the activation gets its own symmetric scale, computed at run
   time from that row's absolute maximum (`s_t = max|x_t| / 127`). Costs one reduction per call, but
   one outlier token cannot squeeze the resolution of all the others.

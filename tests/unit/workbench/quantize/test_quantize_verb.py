@@ -14,6 +14,13 @@ from workbench.quantize.checkpoint import REPORT_FILE, quantize_checkpoint
 from workbench.quantize.request import QuantizeRequest, Scheme
 
 
+def safe_open_keys(file) -> list[str]:
+    from safetensors import safe_open
+
+    with safe_open(str(file), framework="pt") as handle:
+        return list(handle.keys())
+
+
 def quantize(*args: str) -> int:
     return cli.main(["quantize", "--model", "tiny", *args])
 
@@ -43,6 +50,10 @@ def test_static_compressed_tensors_end_to_end(tiny_dir, tmp_path, capsys):
     assert static and all(layer["min"] <= 0 <= layer["max"] or layer["min"] < layer["max"] for layer in static)
     config = json.loads((out / "config.json").read_text())
     assert config["quantization_config"]["quant_method"] == "compressed-tensors"
+    # symmetric static inputs: the only static form vllm-ascend's compressed-tensors path takes
+    groups = config["quantization_config"]["config_groups"].values()
+    assert all(group["input_activations"]["symmetric"] is True for group in groups)
+    assert not [name for name in safe_open_keys(out / "model.safetensors") if name.endswith("input_zero_point")]
     (result,) = Executor.from_pretrained(out, dtype=torch.float32, num_blocks=16).generate(
         [[1, 2, 3, 4]], SamplingParams(max_tokens=4, stop_at_eos=False)
     )
