@@ -158,6 +158,26 @@ def unknown_scheme(tensors, description):
     description["model.layers.1.mlp.down_proj.weight"] = "W4A8_DYNAMIC"
 
 
+# msmodelslim v1 stores input_offset as float32 (test_msmodelslim_v1.py); vllm-ascend copies it into an
+# int8 parameter, which would truncate a fraction or wrap a value outside int8 silently
+def fractional_input_offset(tensors, description):
+    tensors["model.layers.0.self_attn.k_proj.input_offset"] = torch.tensor([2.5])
+
+
+def input_offset_outside_int8(tensors, description):
+    tensors["model.layers.0.self_attn.k_proj.input_offset"] = torch.tensor([300.0])
+
+
+def object_entry_for_a_tensor(tensors, description):
+    # objects are model-level keys in v1 ("metadata", "optional"); under a tensor's name one is no type
+    description["model.norm.weight"] = {"type": "FLOAT"}
+
+
+def dynamic_layer_without_weight_scale(tensors, description):
+    # static layers may lack weight_scale (v1), dynamic ones compute with it
+    del tensors["model.layers.1.mlp.up_proj.weight_scale"], description["model.layers.1.mlp.up_proj.weight_scale"]
+
+
 @pytest.mark.parametrize(
     "edit,names",
     [
@@ -168,6 +188,10 @@ def unknown_scheme(tensors, description):
         (tensor_without_entry, "model.norm.weight (in quant_model_weight_w8a8_dynamic.safetensors) has no entry"),
         (wrong_deq_dtype, "model.layers.0.self_attn.o_proj.deq_scale is torch.float16, expected"),
         (unknown_scheme, "has type 'W4A8_DYNAMIC'"),
+        (fractional_input_offset, "model.layers.0.self_attn.k_proj.input_offset holds 2.5, not an int8 integer"),
+        (input_offset_outside_int8, "model.layers.0.self_attn.k_proj.input_offset holds 300.0, not an int8 integer"),
+        (object_entry_for_a_tensor, "model.norm.weight has type {'type': 'FLOAT'}"),
+        (dynamic_layer_without_weight_scale, "W8A8_DYNAMIC but lacks model.layers.1.mlp.up_proj.weight_scale"),
     ],
 )
 def test_description_and_tensors_that_disagree_give_one_clear_error(mixed_model, tmp_path, edit, names):
