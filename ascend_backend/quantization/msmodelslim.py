@@ -238,7 +238,7 @@ def _disagreements(description: dict[str, object], stored: CheckpointTensors, ti
     return problems
 
 
-def _untied_head_hint(name: str, kind: str) -> str:
+def _untied_head_hint(name: str, kind: object) -> str:
     if name != TIED_HEAD or kind != QuantType.FLOAT.value:
         return ""
     return " (a model whose lm_head reuses the embedding needs tie_word_embeddings: true in config.json)"
