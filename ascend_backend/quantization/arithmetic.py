@@ -3,7 +3,8 @@
 Conventions (the ones CANN's kernels use, as vllm-ascend calls them):
 
     weight   w_q = clamp(round(W / s_w[n]), -127, 127)         per output channel n, symmetric
-    static   x_q = clamp(round(x * (1 / s_x) + z_x), -128, 127)   one (s_x, z_x) per tensor
+    static   x_q = clamp(round(x * (1 / s_x) + z_x), -128, 127)   one (s_x, z_x) per tensor,
+                                                              z_x = 0 unless calibrated asymmetrically
     dynamic  x_q = clamp(round(x / s_t), -127, 127), s_t = max|x_t| / 127   per token t
     matmul   acc[t, n] = sum_k x_q[t, k] * w_q[n, k]          int8 x int8 -> int32, exact
 
@@ -45,14 +46,29 @@ def quantize_weight_per_channel(weight: torch.Tensor, scale_dtype: torch.dtype) 
     return q, scale
 
 
-def static_activation_params(minimum: float, maximum: float, scale_dtype: torch.dtype) -> tuple[torch.Tensor, int]:
-    """Observed range -> (scale [] float32, zero point) for asymmetric per-tensor int8.
+def static_activation_params(
+    minimum: float, maximum: float, scale_dtype: torch.dtype, *, symmetric: bool = True
+) -> tuple[torch.Tensor, int]:
+    """Observed range -> (scale [] float32, zero point) for per-tensor int8.
 
-    The range is widened to include 0 so that 0.0 is exactly representable (padding, ReLU zeros);
-    `round(x / s) + z` maps `minimum` to about -128 and `maximum` to about 127.
+    Symmetric (the default): z = 0 and s = max(|minimum|, |maximum|) / 127, the weights' convention, so
+    `round(x / s)` stays within [-127, 127]. It is the default because vllm-ascend's compressed-tensors
+    path takes static activations only when symmetric (`_is_static_tensor_w8a8`,
+    vllm_ascend/quantization/compressed_tensors_config.py, v0.23.0:380-389, the same since
+    compressed-tensors support began in v0.12.0rc1), while vLLM's CPU backend and msmodelslim's layout
+    take z = 0 like any other offset: one calibration then serves every path.
+    Example: range [-1.0, 3.0] -> s = 3/127, z = 0; -1.0 -> round(-42.33) = -42.
+
+    Asymmetric (`symmetric=False`): all 256 levels cover the range, widened to include 0 so that 0.0 is
+    exactly representable (padding, ReLU zeros); `round(x / s) + z` maps `minimum` to about -128 and
+    `maximum` to about 127. Finer for one-sided ranges, but only msmodelslim's layout (input_offset)
+    and vLLM's CPU backend (input_zero_point) can carry z.
     Example: range [-1.0, 3.0] -> s = 4/255, z = round(-128 + 1.0 / s) = -64.
     """
     lo, hi = min(float(minimum), 0.0), max(float(maximum), 0.0)
+    if symmetric:
+        amax = max(-lo, hi)
+        return representable(torch.tensor(amax / INT8_MAX if amax > 0 else 1.0), scale_dtype), 0
     span = hi - lo
     scale = representable(torch.tensor(span / (INT8_MAX - INT8_MIN) if span > 0 else 1.0), scale_dtype)
     offset = int(torch.round(torch.tensor(INT8_MIN - lo / float(scale), dtype=torch.float64)).clamp(INT8_MIN, INT8_MAX))

@@ -7,13 +7,13 @@ vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py
      "config_groups": {"group_0": {"targets": ["Linear"],
          "weights":           {"num_bits": 8, "type": "int", "symmetric": true, "strategy": "channel",
                                "dynamic": false},
-         "input_activations": {"num_bits": 8, "type": "int", "symmetric": false, "strategy": "tensor",
+         "input_activations": {"num_bits": 8, "type": "int", "symmetric": true, "strategy": "tensor",
                                "dynamic": false}}},                       # static W8A8
      "ignore": ["lm_head", ...float linears]}
 
-`_is_static_tensor_w8a8` accepts that group (asymmetric static input), `_is_dynamic_token_w8a8` the
-dynamic one (`"strategy": "token", "dynamic": true, "symmetric": true`); both become
-`CompressedTensorsW8A8Int8` (schemes/compressed_tensors_w8a8_int8.py), which creates per layer:
+`_is_static_tensor_w8a8` accepts that group, `_is_dynamic_token_w8a8` the dynamic one
+(`"strategy": "token", "dynamic": true, "symmetric": true`); both become `CompressedTensorsW8A8Int8`
+(schemes/compressed_tensors_w8a8_int8.py), which creates per layer:
 
     weight             [out, in]  int8
     weight_scale       [out, 1]   float32   (ChannelQuantScaleParameter)
@@ -21,8 +21,15 @@ dynamic one (`"strategy": "token", "dynamic": true, "symmetric": true`); both be
     input_zero_point   [1]        int8      static asymmetric only ("AZP loaded as int8")
     bias               [out]      model dtype, when the layer has one
 
-The zero-point convention is msmodelslim's (`x_q = round(x / s) + z`), so one static calibration
-serves both formats. A target `"Linear"` matches vLLM's QKVParallelLinear etc. by class name
+Static inputs are written symmetric (no input_zero_point) whenever every static layer's offset is 0,
+which is what the quantizer makes by default: vllm-ascend's compressed-tensors path refuses an
+asymmetric static group (`_is_static_tensor_w8a8`, vllm_ascend/quantization/compressed_tensors_config.py,
+v0.23.0:380-389; compressed_tensors/compressed_tensors.py, v0.13.0:244-256) and its kernel would drop
+the zero point anyway (w8a8.py, v0.13.0: the float bias replaces quant_bias). A model that does carry
+offsets (calibrated with `symmetric_inputs=False`, or read from msmodelslim) is written asymmetric,
+with every static layer's input_zero_point: vLLM's CPU backend serves it, vllm-ascend does not. The
+zero-point convention is msmodelslim's (`x_q = round(x / s) + z`), so one static calibration serves
+both formats. A target `"Linear"` matches vLLM's QKVParallelLinear etc. by class name
 (`find_matched_target` in compressed_tensors/utils.py); when layers of both schemes are present each
 scheme gets its own group that lists its layers by name.
 """
@@ -36,7 +43,7 @@ from typing import Any
 
 import torch
 
-from ascend_backend.quantization.files import read_tensors, write_tensors
+from ascend_backend.quantization.files import read_config, read_tensors, ties_word_embeddings, write_tensors
 from ascend_backend.quantization.scheme import QuantizedCheckpointError, QuantizedLinear, QuantizedModel, QuantType
 
 QUANT_METHOD = "compressed-tensors"
@@ -51,9 +58,21 @@ _WEIGHTS = {
     "group_size": None,
 }
 _INPUTS = {
-    QuantType.W8A8: {"num_bits": 8, "type": "int", "symmetric": False, "strategy": "tensor", "dynamic": False},
+    QuantType.W8A8: {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "tensor", "dynamic": False},
     QuantType.W8A8_DYNAMIC: {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token", "dynamic": True},
 }
+
+
+def static_inputs_symmetric(model: QuantizedModel) -> bool:
+    """Whether every static layer's input zero point is 0 (then the config says symmetric, no zero points)."""
+    return all(layer.input_offset == 0 for layer in model.linears.values() if layer.quant_type is QuantType.W8A8)
+
+
+def _input_args(model: QuantizedModel, kind: QuantType) -> dict[str, Any]:
+    args = dict(_INPUTS[kind])
+    if kind is QuantType.W8A8:
+        args["symmetric"] = static_inputs_symmetric(model)
+    return args
 
 
 def quantization_config(model: QuantizedModel, float_linears: list[str]) -> dict[str, Any]:
@@ -61,14 +80,18 @@ def quantization_config(model: QuantizedModel, float_linears: list[str]) -> dict
     kinds = sorted({layer.quant_type for layer in model.linears.values()}, key=lambda k: k.value)
     if len(kinds) == 1:
         groups = {
-            "group_0": {"targets": ["Linear"], "weights": dict(_WEIGHTS), "input_activations": dict(_INPUTS[kinds[0]])}
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": dict(_WEIGHTS),
+                "input_activations": _input_args(model, kinds[0]),
+            }
         }
     else:
         groups = {
             f"group_{i}": {
                 "targets": sorted(p for p, layer in model.linears.items() if layer.quant_type is kind),
                 "weights": dict(_WEIGHTS),
-                "input_activations": dict(_INPUTS[kind]),
+                "input_activations": _input_args(model, kind),
             }
             for i, kind in enumerate(kinds)
         }
@@ -83,6 +106,10 @@ def quantization_config(model: QuantizedModel, float_linears: list[str]) -> dict
 
 
 def to_tensors(model: QuantizedModel) -> dict[str, torch.Tensor]:
+    # vLLM creates input_zero_point only for an asymmetric group, and a tensor with no parameter to load
+    # into is an error there (AutoWeightsLoader, vllm/model_executor/models/utils.py, vLLM 0.32): zero
+    # points are written exactly when the config says asymmetric.
+    zero_points = not static_inputs_symmetric(model)
     tensors = dict(model.floats)
     for prefix, layer in model.linears.items():
         tensors[f"{prefix}.weight"] = layer.weight
@@ -92,7 +119,8 @@ def to_tensors(model: QuantizedModel) -> dict[str, torch.Tensor]:
         if layer.quant_type is QuantType.W8A8:
             assert layer.input_scale is not None and layer.input_offset is not None
             tensors[f"{prefix}.input_scale"] = layer.input_scale.float().reshape(1)
-            tensors[f"{prefix}.input_zero_point"] = torch.tensor([layer.input_offset], dtype=torch.int8)
+            if zero_points:
+                tensors[f"{prefix}.input_zero_point"] = torch.tensor([layer.input_offset], dtype=torch.int8)
     return tensors
 
 
@@ -110,11 +138,7 @@ def write(
 
 def config_of(path: Path) -> dict[str, Any] | None:
     """config.json's quantization_config when it is compressed-tensors, else None."""
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    quant = config.get("quantization_config") if isinstance(config, dict) else None
+    quant = (read_config(path) or {}).get("quantization_config")
     return quant if isinstance(quant, dict) and quant.get("quant_method") == QUANT_METHOD else None
 
 
@@ -144,7 +168,7 @@ def read(path: str | Path) -> QuantizedModel:
     }
     floats = {n: t for n, t in stored.items() if n not in owned}
     dtype = next((t.dtype for t in floats.values() if t.is_floating_point()), torch.bfloat16)
-    return QuantizedModel(linears, floats, dtype)
+    return QuantizedModel(linears, floats, dtype, ties_word_embeddings(read_config(path)))
 
 
 def _check_groups(path: Path, config: dict[str, Any]) -> set[bool]:

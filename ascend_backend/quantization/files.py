@@ -2,7 +2,8 @@
 
 A Hugging Face directory holds either `model.safetensors.index.json` (sharded: the index names the
 files) or one or more `*.safetensors`; msmodelslim names its file `quant_model_weight_w8a8.safetensors`.
-The executor's loader and both quantized readers go through here.
+The executor's loader and both quantized readers go through here, and read config.json's few keys
+that decide how the weights are read (`read_config`, `ties_word_embeddings`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import safe_open
@@ -71,3 +73,22 @@ def write_tensors(tensors: Mapping[str, torch.Tensor], file: Path, metadata: Map
     """Save contiguous, unshared copies (safetensors refuses views and tied storage)."""
     save_file({k: v.detach().contiguous().clone() for k, v in tensors.items()}, str(file), dict(metadata or {}))
     return file
+
+
+def read_config(path: Path) -> dict[str, Any] | None:
+    """`path/config.json` as a dict; None when it is absent or not a JSON object (the caller decides
+    whether that is an error: a quantized reader can still check description against weights)."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def ties_word_embeddings(config: Mapping[str, Any] | None) -> bool:
+    """Whether the model's lm_head reuses `model.embed_tokens.weight`.
+
+    False when the key is absent, the rule `ascend_backend.models.config.ModelConfig` loads by, so a
+    quantized reader and the executor never disagree about whether a missing `lm_head.weight` is tied.
+    """
+    return bool((config or {}).get("tie_word_embeddings", False))

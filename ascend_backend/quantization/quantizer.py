@@ -66,15 +66,23 @@ def quantize_linear(
     quant_type: QuantType,
     dtype: torch.dtype,
     activation: ActivationRange | None = None,
+    *,
+    symmetric_inputs: bool = True,
 ) -> QuantizedLinear:
-    """One layer: weight [out, in] float -> QuantizedLinear whose scales are exact in `dtype`."""
+    """One layer: weight [out, in] float -> QuantizedLinear whose scales are exact in `dtype`.
+
+    A static layer's input gets a zero point only with `symmetric_inputs=False`
+    (`arithmetic.static_activation_params` says which runtimes take one).
+    """
     q, scale = quantize_weight_per_channel(weight, dtype)
     float_bias = None if bias is None else representable(bias, dtype)
     if quant_type is QuantType.W8A8_DYNAMIC:
         return QuantizedLinear(quant_type, q, scale, float_bias)
     if activation is None:
         raise ValueError("static W8A8 needs the layer's calibration range")
-    input_scale, input_offset = static_activation_params(activation.minimum, activation.maximum, dtype)
+    input_scale, input_offset = static_activation_params(
+        activation.minimum, activation.maximum, dtype, symmetric=symmetric_inputs
+    )
     return QuantizedLinear(quant_type, q, scale, float_bias, input_scale, input_offset)
 
 
@@ -83,11 +91,17 @@ def quantize_model(
     plan: Mapping[str, QuantType],
     dtype: torch.dtype,
     ranges: Mapping[str, ActivationRange] | None = None,
+    *,
+    tied_embeddings: bool = False,
+    symmetric_inputs: bool = True,
 ) -> QuantizedModel:
     """The whole checkpoint: planned layers quantized, every other tensor cast to `dtype`.
 
     Static layers of one fused group get the union of their members' ranges (identical anyway when the
     ranges were observed on the shared input) so that vLLM's single input scale fits all of them.
+    `tied_embeddings` (config.json's `tie_word_embeddings`) is carried to the writers, which must
+    describe an lm_head the state dict does not hold. Static inputs are symmetric (zero point 0) unless
+    `symmetric_inputs=False`: the only static form every runtime here loads (`quantize_linear`).
     """
     ranges = ranges or {}
     linears: dict[str, QuantizedLinear] = {}
@@ -98,11 +112,16 @@ def quantize_model(
             raise KeyError(f"planned layer {prefix} has no tensor {prefix}.weight in the state dict")
         activation = _group_range(prefix, ranges) if quant_type is QuantType.W8A8 else None
         linears[prefix] = quantize_linear(
-            state[f"{prefix}.weight"], state.get(f"{prefix}.bias"), quant_type, dtype, activation
+            state[f"{prefix}.weight"],
+            state.get(f"{prefix}.bias"),
+            quant_type,
+            dtype,
+            activation,
+            symmetric_inputs=symmetric_inputs,
         )
     owned = {f"{p}.{leaf}" for p in linears for leaf in ("weight", "bias")}
     floats = {name: t.to(dtype) if t.is_floating_point() else t for name, t in state.items() if name not in owned}
-    return QuantizedModel(linears, floats, dtype)
+    return QuantizedModel(linears, floats, dtype, tied_embeddings)
 
 
 def _group_range(prefix: str, ranges: Mapping[str, ActivationRange]) -> ActivationRange:

@@ -3,8 +3,10 @@
 Two W8A8 schemes, both with int8 weights quantized symmetrically per output channel:
 
 - `W8A8` (static): the activation entering the layer is quantized with ONE scale and offset for the
-  whole tensor, fixed at calibration time (asymmetric int8: `q = round(x / s) + z`). Cheapest at run
-  time (no reduction over the input), the scheme msmodelslim calls `W8A8`.
+  whole tensor, fixed at calibration time (`q = round(x / s) + z`). Cheapest at run time (no
+  reduction over the input), the scheme msmodelslim calls `W8A8`. The quantizer makes the offset 0
+  (symmetric) unless asked otherwise, since vllm-ascend's compressed-tensors path takes nothing else
+  (`arithmetic.static_activation_params`); checkpoints that carry an offset read back with it.
 - `W8A8_DYNAMIC`: every token (row) of the activation gets its own symmetric scale, computed at run
   time from that row's absolute maximum (`s_t = max|x_t| / 127`). Costs one reduction per call, but
   one outlier token cannot squeeze the resolution of all the others.
@@ -48,8 +50,9 @@ class QuantizedLinear:
 
     Float values are what the layer means (`W ~= weight * weight_scale[:, None]`); each format derives
     its own tensors from them (msmodelslim's `deq_scale` and `quant_bias`, compressed-tensors' zero
-    point). Scales are float32 tensors whose values are exactly representable in the model's dtype, so
-    a checkpoint that stores them in bf16/fp16 (msmodelslim does) reads back to the same numbers.
+    point). Scales the quantizer makes are float32 tensors whose values are exactly representable in the
+    model's dtype, so a checkpoint that stores them in bf16/fp16 (msmodelslim v0 does) reads back to
+    the same numbers; a reader keeps whatever values the file holds.
     """
 
     quant_type: QuantType  # W8A8 or W8A8_DYNAMIC
@@ -136,11 +139,17 @@ class QuantizedModel:
     `linears` maps a module prefix (`model.layers.0.self_attn.q_proj`) to its layer; `floats` maps full
     tensor names (`model.embed_tokens.weight`, and the weights of linears left FLOAT) to tensors in
     `dtype`, the model's float dtype (what activations and FLOAT weights use at run time).
+
+    `tied_embeddings` is config.json's `tie_word_embeddings`: the output projection reuses
+    `model.embed_tokens.weight`, so a checkpoint usually stores no `lm_head.weight`. vLLM still builds
+    an `lm_head` layer and asks the quantization config about it, so a writer may have to describe a
+    head it does not store (`msmodelslim.to_tensors`).
     """
 
     linears: dict[str, QuantizedLinear]
     floats: dict[str, torch.Tensor]
     dtype: torch.dtype
+    tied_embeddings: bool = False
 
     def quant_type_of(self, tensor_name: str) -> QuantType:
         """The description entry of a tensor name: its layer's scheme, or FLOAT."""

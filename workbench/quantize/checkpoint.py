@@ -33,7 +33,7 @@ from ascend_backend.quantization import (
     plan_layers,
     quantize_model,
 )
-from ascend_backend.quantization.files import read_tensors
+from ascend_backend.quantization.files import read_tensors, ties_word_embeddings
 from workbench.embedded_models.catalog import resolve_model
 from workbench.errors import WorkbenchError
 from workbench.quantize.calibrate import calibration_texts, observe_ranges, tokenize
@@ -82,7 +82,7 @@ def build_into(request: QuantizeRequest, target: Path, *, progress: bool = True)
         static = [p for p, kind in plan.items() if kind is QuantType.W8A8]
         ranges = observe_ranges(source, samples, static, progress=progress)
         calibration["tokens"] = sum(len(s) for s in samples)
-    model = quantize_model(state, plan, dtype, ranges)
+    model = quantize_model(state, plan, dtype, ranges, tied_embeddings=ties_word_embeddings(config))
     copy_model_files(source, target)
     write_format(model, target, request.format, {**config, **dtype_fields(config, dtype)}, plan)
     result = QuantizeResult(

@@ -62,7 +62,7 @@ def range_figure(out: Path) -> go.Figure:
 def description_counts(out: Path) -> pd.DataFrame:
     """For an msmodelslim checkpoint: tensors per type in quant_model_description.json, and layers per type."""
     description = msmodelslim.read_description(Path(out))
-    entries = {k: v for k, v in description.items() if k not in msmodelslim.METADATA_KEYS}
+    entries = msmodelslim.tensor_entries(description)
     tensors = Counter(entries.values())
     weights = Counter(v for k, v in entries.items() if k.endswith(".weight"))
     return pd.DataFrame(

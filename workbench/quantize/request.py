@@ -16,7 +16,7 @@ DEFAULT_SAMPLES = 32
 class Scheme(str, enum.Enum):
     """CLI names of the two W8A8 schemes (docs/METHOD.md §13)."""
 
-    STATIC = "w8a8-static"  # msmodelslim W8A8: per-tensor activation scale and offset from calibration
+    STATIC = "w8a8-static"  # msmodelslim W8A8: per-tensor activation scale from calibration, symmetric (offset 0)
     DYNAMIC = "w8a8-dynamic"  # msmodelslim W8A8_DYNAMIC: a scale per token, computed at run time
 
     @property

@@ -67,19 +67,29 @@ def test_unpack_refuses_a_float_tensor():
         unpack_deq_scale(torch.ones(3))
 
 
-def test_static_activation_params_worked_example():
+def test_static_activation_params_are_symmetric_by_default_worked_example():
     scale, offset = static_activation_params(-1.0, 3.0, torch.float32)
+    assert float(scale) == pytest.approx(3.0 / 127, rel=1e-7) and offset == 0
+    x_q = quantize_static(torch.tensor([-3.0, -1.0, 0.0, 3.0]), 1 / scale, offset)
+    assert x_q.tolist() == [-127, -42, 0, 127]  # round(-1 / (3/127)) = round(-42.33)
+    scale, offset = static_activation_params(0.0, 0.0, torch.bfloat16)  # degenerate: a constant zero input
+    assert (float(scale), offset) == (1.0, 0)
+
+
+def test_asymmetric_static_activation_params_worked_example():
+    scale, offset = static_activation_params(-1.0, 3.0, torch.float32, symmetric=False)
     assert float(scale) == pytest.approx(4.0 / 255, rel=1e-7)
     assert offset == -64  # round(-128 + 1 / (4/255)) = round(-64.25)
     x_q = quantize_static(torch.tensor([-1.0, 0.0, 3.0]), 1 / scale, offset)
     assert x_q.tolist() == [-128, -64, 127]
 
 
-def test_static_activation_params_include_zero_and_are_representable():
-    scale, offset = static_activation_params(0.5, 2.0, torch.bfloat16)  # range widened to [0, 2]
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_static_activation_params_include_zero_and_are_representable(symmetric):
+    scale, offset = static_activation_params(0.5, 2.0, torch.bfloat16, symmetric=symmetric)  # widened to [0, 2]
     assert float(scale) == float(scale.to(torch.bfloat16).float())
-    assert offset == -128
-    scale, offset = static_activation_params(0.0, 0.0, torch.bfloat16)  # degenerate: a constant zero input
+    assert offset == (0 if symmetric else -128)
+    scale, offset = static_activation_params(0.0, 0.0, torch.bfloat16, symmetric=symmetric)
     assert float(scale) == 1.0 and -128 <= offset <= 127
 
 

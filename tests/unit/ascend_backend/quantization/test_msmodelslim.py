@@ -21,6 +21,8 @@ from ascend_backend.quantization import (
 )
 from ascend_backend.quantization.arithmetic import unpack_deq_scale
 
+from .conftest import CONFIG
+
 
 def write_copy(model: QuantizedModel, path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
@@ -156,6 +158,26 @@ def unknown_scheme(tensors, description):
     description["model.layers.1.mlp.down_proj.weight"] = "W4A8_DYNAMIC"
 
 
+# msmodelslim v1 stores input_offset as float32 (test_msmodelslim_v1.py); vllm-ascend copies it into an
+# int8 parameter, which would truncate a fraction or wrap a value outside int8 silently
+def fractional_input_offset(tensors, description):
+    tensors["model.layers.0.self_attn.k_proj.input_offset"] = torch.tensor([2.5])
+
+
+def input_offset_outside_int8(tensors, description):
+    tensors["model.layers.0.self_attn.k_proj.input_offset"] = torch.tensor([300.0])
+
+
+def object_entry_for_a_tensor(tensors, description):
+    # objects are model-level keys in v1 ("metadata", "optional"); under a tensor's name one is no type
+    description["model.norm.weight"] = {"type": "FLOAT"}
+
+
+def dynamic_layer_without_weight_scale(tensors, description):
+    # static layers may lack weight_scale (v1), dynamic ones compute with it
+    del tensors["model.layers.1.mlp.up_proj.weight_scale"], description["model.layers.1.mlp.up_proj.weight_scale"]
+
+
 @pytest.mark.parametrize(
     "edit,names",
     [
@@ -166,6 +188,10 @@ def unknown_scheme(tensors, description):
         (tensor_without_entry, "model.norm.weight (in quant_model_weight_w8a8_dynamic.safetensors) has no entry"),
         (wrong_deq_dtype, "model.layers.0.self_attn.o_proj.deq_scale is torch.float16, expected"),
         (unknown_scheme, "has type 'W4A8_DYNAMIC'"),
+        (fractional_input_offset, "model.layers.0.self_attn.k_proj.input_offset holds 2.5, not an int8 integer"),
+        (input_offset_outside_int8, "model.layers.0.self_attn.k_proj.input_offset holds 300.0, not an int8 integer"),
+        (object_entry_for_a_tensor, "model.norm.weight has type {'type': 'FLOAT'}"),
+        (dynamic_layer_without_weight_scale, "W8A8_DYNAMIC but lacks model.layers.1.mlp.up_proj.weight_scale"),
     ],
 )
 def test_description_and_tensors_that_disagree_give_one_clear_error(mixed_model, tmp_path, edit, names):
@@ -191,3 +217,65 @@ def test_a_float_directory_is_not_read_as_quantized(float_dir, tmp_path):
     assert checkpoint_format(copy) is None
     with pytest.raises(QuantizedCheckpointError, match="not a quantized checkpoint"):
         read_checkpoint(copy)
+
+
+# ----------------------------------------------------------------------------- tied embeddings
+def vllm_asked_prefixes(config: dict) -> list[str]:
+    """Every layer vLLM's LlamaForCausalLM (vllm/model_executor/models/llama.py, vLLM 0.32) hands to the
+    quantization config: the decoder projections (qkv_proj and gate_up_proj asked per shard), the
+    embedding and the lm_head, which is built with the quant config before it is tied to the embedding.
+    vllm-ascend answers each with `quant_description[prefix + ".weight"]` (modelslim_config.py,
+    `get_linear_quant_type` / `is_layer_skipped_ascend`, v0.18.0 and later; quant_config.py before)."""
+    layers = [
+        f"model.layers.{i}.{leaf}"
+        for i in range(config["num_hidden_layers"])
+        for leaf in (
+            *(f"self_attn.{p}_proj" for p in "qkvo"),
+            *(f"mlp.{p}_proj" for p in ("gate", "up", "down")),
+        )
+    ]
+    return ["model.embed_tokens", *layers, "lm_head"]
+
+
+@pytest.fixture
+def tied_model(float_state):
+    """The test Llama as a tied model stores it: no lm_head.weight tensor (tiny and SmolLM2 are like this)."""
+    from ascend_backend.quantization import linear_prefixes, plan_layers, quantize_model
+
+    state = {k: v for k, v in float_state.items() if k != "lm_head.weight"}
+    plan = plan_layers(linear_prefixes(list(state)), QuantType.W8A8_DYNAMIC)
+    return quantize_model(state, plan, torch.bfloat16, tied_embeddings=True)
+
+
+def write_with_config(model: QuantizedModel, path: Path, tied: bool) -> Path:
+    write_copy(model, path)
+    (path / "config.json").write_text(json.dumps({**CONFIG, "tie_word_embeddings": tied}))
+    return path
+
+
+def test_a_tied_model_describes_every_layer_vllm_asks_about(tied_model, tmp_path):
+    path = write_with_config(tied_model, tmp_path / "tied", tied=True)
+    description = msmodelslim.read_description(path)
+    missing = [p for p in vllm_asked_prefixes(CONFIG) if f"{p}.weight" not in description]
+    assert missing == []
+    assert description["lm_head.weight"] == "FLOAT"
+    # only the entry: vLLM ties the head to model.embed_tokens and loads no lm_head tensor
+    assert "lm_head.weight" not in load_file(str(path / msmodelslim.weight_file_name(tied_model)))
+
+
+def test_a_tied_description_reads_back_and_writes_the_same_description(tied_model, tmp_path):
+    path = write_with_config(tied_model, tmp_path / "tied", tied=True)
+    back = read_checkpoint(path)
+    assert back.tied_embeddings and "lm_head.weight" not in back.floats
+    assert_same_model(tied_model, back)
+    again = write_copy(back, tmp_path / "again")
+    assert msmodelslim.read_description(again) == msmodelslim.read_description(path)
+
+
+def test_a_described_head_without_tensor_in_an_untied_model_names_the_fix(tied_model, tmp_path):
+    path = write_with_config(tied_model, tmp_path / "untied", tied=False)
+    with pytest.raises(QuantizedCheckpointError) as info:
+        read_checkpoint(path)
+    message = str(info.value)
+    assert "lm_head.weight is described as FLOAT but no weights file holds it" in message
+    assert "tie_word_embeddings" in message and "\n" not in message

@@ -14,6 +14,13 @@ from workbench.quantize.checkpoint import REPORT_FILE, quantize_checkpoint
 from workbench.quantize.request import QuantizeRequest, Scheme
 
 
+def safe_open_keys(file) -> list[str]:
+    from safetensors import safe_open
+
+    with safe_open(str(file), framework="pt") as handle:
+        return list(handle.keys())
+
+
 def quantize(*args: str) -> int:
     return cli.main(["quantize", "--model", "tiny", *args])
 
@@ -43,6 +50,10 @@ def test_static_compressed_tensors_end_to_end(tiny_dir, tmp_path, capsys):
     assert static and all(layer["min"] <= 0 <= layer["max"] or layer["min"] < layer["max"] for layer in static)
     config = json.loads((out / "config.json").read_text())
     assert config["quantization_config"]["quant_method"] == "compressed-tensors"
+    # symmetric static inputs: the only static form vllm-ascend's compressed-tensors path takes
+    groups = config["quantization_config"]["config_groups"].values()
+    assert all(group["input_activations"]["symmetric"] is True for group in groups)
+    assert not [name for name in safe_open_keys(out / "model.safetensors") if name.endswith("input_zero_point")]
     (result,) = Executor.from_pretrained(out, dtype=torch.float32, num_blocks=16).generate(
         [[1, 2, 3, 4]], SamplingParams(max_tokens=4, stop_at_eos=False)
     )
@@ -56,6 +67,25 @@ def test_dynamic_msmodelslim_needs_no_calibration(tiny_dir, tmp_path, capsys):
     assert model.dtype == torch.bfloat16 and model.linears
     assert json.loads((out / REPORT_FILE).read_text())["calibration"] is None
     assert json.loads((out / "config.json").read_text()).get("quantization_config") is None
+
+
+def test_tied_tiny_describes_its_lm_head_for_vllm_ascend(tiny_dir, tmp_path):
+    # tiny ties its embeddings and stores no lm_head.weight, but vLLM builds an lm_head layer anyway and
+    # vllm-ascend looks `lm_head.weight` up in the description (vllm-ascend issue #8367).
+    from ascend_backend.quantization import msmodelslim
+    from ascend_backend.quantization.files import read_tensors
+
+    assert json.loads((tiny_dir / "config.json").read_text())["tie_word_embeddings"] is True
+    out = tmp_path / "tiny-ms"
+    assert quantize("--scheme", "w8a8-dynamic", "--format", "msmodelslim", "--out", str(out)) == 0
+    description = msmodelslim.read_description(out)
+    assert description["lm_head.weight"] == "FLOAT"
+    assert "lm_head.weight" not in read_tensors(out).tensors  # described, not stored: vLLM ties it
+    assert read_checkpoint(out).tied_embeddings
+    (result,) = Executor.from_pretrained(out, dtype=torch.float32, num_blocks=16).generate(
+        [[1, 2, 3, 4]], SamplingParams(max_tokens=2, stop_at_eos=False)
+    )
+    assert len(result.token_ids) == 2
 
 
 @pytest.mark.parametrize(
