@@ -92,11 +92,13 @@ def _w8a8(p: Params, g: torch.Generator, quant_type: QuantType) -> OpInputs:
 
     Static: (x, weight [K, N] int8, input_scale [1], input_offset [1] int8, deq_scale [N], quant_bias [N]
     int32); dynamic: (x, weight [K, N] int8, weight_scale [N], bias [N]). Scales are exact in bf16, and
-    the static range comes from x itself (calibrated on the data it runs).
+    the static range comes from x itself (calibrated on the data it runs). Asymmetric on purpose: the
+    kernel takes a zero point (msmodelslim's input_offset), and a nonzero one is the case a wrong offset
+    argument would get wrong; the symmetric default would hand it 0.
     """
     x, weight, bias = _linear(p, g).args
     activation = ActivationRange(float(x.min()), float(x.max()), x.shape[0])
-    layer = quantize_linear(weight, bias, quant_type, torch.bfloat16, activation)
+    layer = quantize_linear(weight, bias, quant_type, torch.bfloat16, activation, symmetric_inputs=False)
     weight_t = layer.weight.t().contiguous()
     if quant_type is QuantType.W8A8_DYNAMIC:
         return OpInputs((x, weight_t, layer.weight_scale, layer.bias))
