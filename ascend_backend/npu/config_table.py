@@ -83,6 +83,7 @@ class Condition:
     equals: Any = None
     among: tuple[Any, ...] | None = None
     set: bool | None = None
+    differs_from_vllm: bool = False  # the value is a version other than the vLLM that runs
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], setting: str | None = None) -> Condition:
@@ -92,11 +93,15 @@ class Condition:
             equals=data.get("equals"),
             among=tuple(among) if among is not None else None,
             set=data.get("set"),
+            differs_from_vllm=bool(data.get("differs_from_vllm", False)),
         )
 
-    def holds(self, value: Any, present: bool = True) -> bool:
+    def holds(self, value: Any, present: bool = True, vllm_versions: tuple[str, ...] = ()) -> bool:
         if not present:
             return False
+        if self.differs_from_vllm:
+            given = str(value).strip().lstrip("v")
+            return bool(vllm_versions) and given not in vllm_versions
         if self.equals is not None:
             return same_value(value, self.equals)
         if self.among is not None:
@@ -104,6 +109,8 @@ class Condition:
         return bool(self.set) if self.set is not None else True
 
     def describe(self) -> str:
+        if self.differs_from_vllm:
+            return f"{self.setting} differs from the vLLM version"
         if self.equals is not None:
             return f"{self.setting} = {self.equals}"
         if self.among is not None:
@@ -116,9 +123,9 @@ class Rule:
     id: str
     setting: str
     when: Condition
-    action: str  # rewrite | reject | requires
+    action: str  # rewrite | reject | requires | model_list
     to: Any
-    requires: Condition | None
+    requires: tuple[Condition, ...]  # any one of them satisfies the rule
     unless: tuple[Condition, ...]
     reason: str
     evidence: tuple[str, ...]
@@ -150,6 +157,8 @@ class VllmVersion:
     flags: frozenset[str]
     compilation_keys: frozenset[str]
     cite: str
+    aliases: Mapping[str, str]  # '-tp' -> '--tensor-parallel-size'
+    deprecated_flags: frozenset[str]
 
 
 def _norm(value: Any) -> str:
@@ -307,7 +316,7 @@ def config_table() -> ConfigTable:
             when=Condition.from_dict(item.get("when") or {"set": True}, item["setting"]),
             action=item["action"],
             to=item.get("to"),
-            requires=Condition.from_dict(item["requires"]) if item.get("requires") else None,
+            requires=tuple(Condition.from_dict(c) for c in item.get("requires") or ()),
             unless=tuple(Condition.from_dict(c) for c in item.get("unless") or ()),
             reason=item.get("reason", ""),
             evidence=tuple(item.get("evidence") or ()),
@@ -337,6 +346,8 @@ def config_table() -> ConfigTable:
             frozenset(info.get("flags", ())),
             frozenset(info.get("compilation_config", ())),
             str(info.get("cite", "")),
+            dict(info.get("aliases", {})),
+            frozenset(info.get("deprecated_flags", ())),
         )
     pairs = {str(k).lstrip("v"): tuple(v) for k, v in vraw.get("pairs", {}).items()}
     return ConfigTable(

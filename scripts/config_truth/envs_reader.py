@@ -149,3 +149,17 @@ def table_names_used(text: str, module_aliases: tuple[str, ...] = ("envs", "envs
     """NAME for every `envs.NAME` (or an alias of the envs module) in `text`."""
     pattern = re.compile(r"\b(?:{})\.([A-Z][A-Z0-9_]*)\b".format("|".join(module_aliases)))
     return set(pattern.findall(text))
+
+
+VLLM_ENVS_ALIASES = ("envs", "envs_vllm", "vllm_envs", "envs_v")
+
+
+def vllm_env_uses(path: str, text: str) -> list[tuple[str, int]]:
+    """(NAME, line) of the first `envs.VLLM_X` per name in `text` (vLLM's envs module, under the names
+    vllm-ascend imports it as); the caller keeps only names vllm-ascend's own table lacks."""
+    pattern = re.compile(r"\b(?:{})\.(VLLM_[A-Z0-9_]*)\b".format("|".join(VLLM_ENVS_ALIASES)))
+    found: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        for name in pattern.findall(line):
+            found.setdefault(name, number)
+    return sorted(found.items(), key=lambda item: item[1])

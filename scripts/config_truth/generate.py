@@ -15,6 +15,7 @@ generator searches at every tag: an entry's spans are where its anchor matches, 
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import json
 import re
@@ -29,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from additional_reader import MISSING, read_additional_config  # noqa: E402
-from envs_reader import ENVS_PATH, read_direct, read_envs_table, table_names_used  # noqa: E402
+from envs_reader import ENVS_PATH, read_direct, read_envs_table, table_names_used, vllm_env_uses  # noqa: E402
 from mirror import Mirror  # noqa: E402
 from vllm_sources import SourceError, read_version  # noqa: E402
 
@@ -86,6 +87,7 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
     py_files = [p for p in mirror.files(tag, "vllm_ascend") if p.endswith(".py")]
     runtime_uses: set[str] = set()
     direct: list = []
+    through_vllm: list[tuple[str, str, int]] = []
     envs_text = mirror.show(tag, ENVS_PATH) or ""
     for path in py_files:
         if path == ENVS_PATH:
@@ -94,6 +96,8 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
         if "environ" in text or "getenv" in text:
             direct.extend(read_direct(path, text))
         runtime_uses |= table_names_used(text)
+        if "VLLM_" in text:
+            through_vllm.extend((name, path, line) for name, line in vllm_env_uses(path, text))
     setup_uses = table_names_used(mirror.show(tag, "setup.py") or "", ("envs",))
     # -- the envs.py table
     for read in read_envs_table(envs_text) if envs_text else []:
@@ -119,6 +123,19 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
                 "build_time": False,
                 "where": "direct",
                 "cite": f"{tag}:{read.file}:{read.line}",
+            }
+    # -- vLLM's own variables vllm-ascend reads through vLLM's envs module (VLLM_USE_V1 ...)
+    for name, path, line in sorted(through_vllm, key=lambda item: (item[1], item[2])):
+        key = f"env.{name}"
+        if key not in facts:
+            facts[key] = {
+                "kind": "env",
+                "type": "text",
+                "default": None,
+                "status": "read",
+                "build_time": False,
+                "where": "vllm_envs",
+                "cite": f"{tag}:{path}:{line}",
             }
     # -- additional_config
     sources = {}
@@ -198,6 +215,7 @@ def anchor_hits(mirror: Mirror, tag: str, anchor: dict[str, Any]) -> tuple[str, 
 def curated_spans(mirror: Mirror, tags: list[str], entry: dict[str, Any], facts: dict[str, Any] | None = None):
     anchors = entry.get("anchor")
     anchors = anchors if isinstance(anchors, list) else [anchors]
+    extract = entry.get("extract")
     per_tag = {}
     for tag in tags:
         hit = None
@@ -206,7 +224,13 @@ def curated_spans(mirror: Mirror, tags: list[str], entry: dict[str, Any], facts:
             if hit is None:
                 break
         if hit is not None:
-            per_tag[tag] = {**(facts or {}), "cite": f"{tag}:{hit[0]}:{hit[1]}"}
+            found = {**(facts or {}), "cite": f"{tag}:{hit[0]}:{hit[1]}"}
+            if extract:
+                match = re.search(extract["pattern"], mirror.show(tag, extract["path"]) or "")
+                if match is None:
+                    raise SystemExit(f"curated {entry.get('id')}: extract pattern finds nothing at {tag}")
+                found[extract["key"]] = ast.literal_eval(match.group(1))
+            per_tag[tag] = found
     return per_tag
 
 
@@ -288,6 +312,9 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
     rules = []
     for entry in curated.get("rules", []):
         per_tag = curated_spans(mirror, tags, entry)
+        requires = entry.get("requires")
+        if isinstance(requires, dict):
+            requires = [requires]
         if not per_tag:
             raise SystemExit(f"curated rule {entry['id']!r}: its anchor matches no tag; fix curated.yaml")
         rules.append(
@@ -297,7 +324,8 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
                 "when": entry.get("when") or {"set": True},
                 "action": entry["action"],
                 "to": entry.get("to"),
-                "requires": entry.get("requires"),
+                "requires": requires,
+                "unless": entry.get("unless") or [],
                 "reason": entry["reason"],
                 "evidence": entry.get("evidence", []),
                 "spans": to_spans(tags, per_tag),
@@ -351,6 +379,8 @@ def build_vllm(cache: Path, progress: bool = True) -> dict[str, Any]:
         out[version] = {
             "envs": list(facts.envs),
             "flags": list(facts.flags),
+            "aliases": facts.aliases,
+            "deprecated_flags": list(facts.deprecated),
             "compilation_config": list(facts.compilation_keys),
             "cite": facts.cite,
         }

@@ -46,6 +46,8 @@ class VllmFacts:
     version: str
     envs: tuple[str, ...]
     flags: tuple[str, ...]
+    aliases: dict[str, str]  # short form -> long flag ('-tp' -> '--tensor-parallel-size')
+    deprecated: tuple[str, ...]  # flags added with deprecated=True
     compilation_keys: tuple[str, ...]
     cite: str
 
@@ -106,8 +108,11 @@ def _dataclass_fields(tree: ast.Module, class_pattern: str) -> list[str]:
     return fields
 
 
-def flags(files: dict[str, str]) -> tuple[str, ...]:
+def flags(files: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]:
+    """(every flag, short alias -> long flag, flags marked deprecated=True)."""
     found: set[str] = set()
+    aliases: dict[str, str] = {}
+    deprecated: set[str] = set()
     for path in (
         "vllm/engine/arg_utils.py",
         "vllm/entrypoints/openai/cli_args.py",
@@ -120,15 +125,24 @@ def flags(files: dict[str, str]) -> tuple[str, ...]:
         tree = ast.parse(text)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-                for arg in node.args:
-                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("-"):
-                        found.add(arg.value)
+                names = [
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-")
+                ]
+                found.update(names)
+                longs = [n for n in names if n.startswith("--")]
+                for name in names:
+                    if not name.startswith("--") and longs:
+                        aliases[name] = longs[0]
+                if any(k.arg == "deprecated" and getattr(k.value, "value", False) is True for k in node.keywords):
+                    deprecated.update(longs)
         for field in _dataclass_fields(tree, r"(Base)?FrontendArgs"):
             found.add("--" + field.replace("_", "-"))
         if path == "vllm/engine/arg_utils.py":
             for field in _dataclass_fields(tree, r"EngineArgs"):
                 found.add("--" + field.replace("_", "-"))
-    return tuple(sorted(found))
+    return tuple(sorted(found)), dict(sorted(aliases.items())), tuple(sorted(deprecated))
 
 
 def compilation_keys(files: dict[str, str]) -> tuple[str, ...]:
@@ -145,10 +159,13 @@ def read_version(version: str, cache: Path) -> VllmFacts:
     files = sdist_files(version, cache)
     if "vllm/envs.py" not in files:
         raise SourceError(f"vLLM {version}: the sdist has no vllm/envs.py")
+    all_flags, aliases, deprecated = flags(files)
     return VllmFacts(
         version=version,
         envs=env_names(files["vllm/envs.py"]),
-        flags=flags(files),
+        flags=all_flags,
+        aliases=aliases,
+        deprecated=deprecated,
         compilation_keys=compilation_keys(files),
         cite=f"pypi:vllm-{version}.tar.gz",
     )

@@ -136,9 +136,15 @@ def _scalar(text: str) -> Any:
         return text
 
 
+# What a terminal paste carries before the command: `user@host:/path# `, `(venv) user@host:~$ `, `$ `, and
+# the `> ` of continued lines. Blanked to spaces (not cut) so every offset into the text stays right.
+_PROMPT = re.compile(r"^(\s*(?:\([^)\n]*\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s#$]*)?[#$]|\$|>)[ \t]+)", re.M)
+
+
 def parse_text(text: str, where: str = "input") -> ParsedInput:
     parsed = ParsedInput(text=text, where=where)
-    for command in commands(text, where):
+    blanked = _PROMPT.sub(lambda m: " " * len(m.group(1)), text)
+    for command in commands(blanked, where):
         _command(parsed, command)
     return parsed
 
@@ -160,6 +166,8 @@ def _command(parsed: ParsedInput, command: Command) -> None:
         _env(parsed, match, words[i], origin)
         i += 1
     start = _launcher_start(words)
+    if start is None and words[i:] and words[i].text.startswith("--"):
+        start = i  # a fragment: the flags of a command posted without its first line
     if start is None:
         return
     parsed.launcher = command
@@ -208,7 +216,7 @@ def _flag(parsed: ParsedInput, spelled: str, value: str | None, word: Word, valu
     dotted = None
     for flag, section in CONFIG_FLAGS.items():
         if name.startswith(flag + "."):
-            dotted = (section, name[len(flag) + 1 :])
+            dotted = (section, spelled.split(".", 1)[1])  # the key as written (underscores are its own)
         elif name == "-O" and value is not None and value.startswith("."):
             dotted = (section, value[1:].split("=", 1)[0]) if section == "compilation_config" else dotted
     if name == "-O" and value is not None and value.startswith(".") and "=" in value:
@@ -226,7 +234,12 @@ def _flag(parsed: ParsedInput, spelled: str, value: str | None, word: Word, valu
     if name in CONFIG_FLAGS and value is not None and (value.lstrip().startswith("{") or name != "-O"):
         section = CONFIG_FLAGS[name]
         data = _parse_json(value, spelled, value_word or word, parsed.where)
+        if any(c.section == section for c in parsed.configs):
+            # vLLM takes the last JSON value whole (no merge): the earlier keys never take effect
+            parsed.occurrences[:] = [o for o in parsed.occurrences if o.kind != section or o.origin == "flag"]
         parsed.configs.append(ConfigArg(section, word, value_word, data))
+        long_name = "--compilation-config" if section == "compilation_config" else "--additional-config"
+        parsed.occurrences.append(Occurrence(f"flag.{long_name}", value, word.line, "flag", words, spelled))
         for path, leaf in flatten(section, data):
             parsed.occurrences.append(Occurrence(path, leaf, (value_word or word).line, spelled, words))
         return

@@ -35,6 +35,26 @@ from workbench.lint.findings import Finding, FindingKind
 from workbench.results.verdict import Verdict
 
 _INT_TYPES = {"int01": "0 or 1", "int": "an integer"}
+# Model families a checkpoint's directory name commonly carries; a name with one of them and none of a
+# feature's listed types is judged, a name with none is said to be unknown.
+_MODEL_FAMILIES = (
+    "qwen",
+    "llama",
+    "deepseek",
+    "glm",
+    "mistral",
+    "mixtral",
+    "gemma",
+    "phi",
+    "pangu",
+    "kimi",
+    "minimax",
+    "internlm",
+    "baichuan",
+    "yi-",
+    "hunyuan",
+    "ernie",
+)
 _FALSY_TEXT = {"false", "0", "no", "off", "none", ""}
 
 
@@ -76,6 +96,7 @@ class Judge:
 
     def run(self) -> list[Finding]:
         findings: list[Finding] = []
+        self._normalise_aliases()
         occurrences = self.parsed.occurrences
         last = {o.setting: i for i, o in enumerate(occurrences)}
         for i, occ in enumerate(occurrences):
@@ -97,8 +118,24 @@ class Judge:
             finding = self.judge(occ)
             if finding is not None:
                 findings.append(finding)
-        findings.extend(self._missing_requirements())
+        findings.extend(self._missing_requirements(findings))
         return findings
+
+    def _normalise_aliases(self) -> None:
+        """`-tp 4` is `--tensor-parallel-size 4` (the vLLM the release runs on says which short forms exist)."""
+        aliases: dict[str, str] = {}
+        for version in self.target.vllm:
+            aliases.update(version.aliases)
+        flags = set().union(*(v.flags for v in self.target.vllm)) if self.target.vllm else set()
+        normalised = []
+        for o in self.parsed.occurrences:
+            if o.kind == "flag" and o.name in aliases:
+                o = replace(o, setting=f"flag.{aliases[o.name]}", spelled=o.spelled or o.name)
+            elif o.kind == "flag" and o.name.startswith("--no-") and o.name not in flags and "--" + o.name[5:] in flags:
+                # BooleanOptionalAction: --no-enable-prefix-caching is --enable-prefix-caching set to false
+                o = replace(o, setting=f"flag.--{o.name[5:]}", value="false", spelled=o.spelled or o.name)
+            normalised.append(o)
+        self.parsed.occurrences[:] = normalised
 
     def judge(self, occ: Occurrence) -> Finding | None:
         kind = occ.kind
@@ -142,12 +179,15 @@ class Judge:
     def _present(self, setting: str) -> bool:
         return any(o.setting == setting for o in self.parsed.occurrences)
 
+    def _holds(self, condition: Any, value: Any, present: bool = True) -> bool:
+        return condition.holds(value, present, tuple(v.version for v in self.target.vllm))
+
     def _rules(self, occ: Occurrence) -> Finding | None:
-        """The platform's reject / rewrite rules for this value (requires are checked at the end)."""
+        """The platform's reject / rewrite / model-list rules for this value (requires: at the end)."""
         for rule, span in self.table.rules_for(occ.setting, self.tag):
-            if rule.action == "requires" or not rule.when.holds(occ.value):
+            if rule.action == "requires" or not self._holds(rule.when, occ.value):
                 continue
-            if any(c.holds(self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.unless):
+            if any(self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.unless):
                 continue
             evidence = f" (reports: {', '.join(rule.evidence)})" if rule.evidence else ""
             if rule.action == "reject":
@@ -162,6 +202,10 @@ class Judge:
                     fix=f"set {occ.name} = {rule.to} to say what runs, or pick a release that keeps {occ.value}",
                     cite=span.cite,
                 )  # fmt: skip
+            if rule.action == "model_list":
+                found = self._model_list(occ, rule, span)
+                if found is not None:
+                    return found
             if rule.action == "broken":
                 return self._finding(
                     occ, FindingKind.KNOWN_BROKEN, Verdict.ERROR, rule.reason + evidence,
@@ -169,30 +213,66 @@ class Judge:
                 )  # fmt: skip
         return None
 
+    def _model_list(self, occ: Occurrence, rule: Rule, span: Span) -> Finding | None:
+        """A feature limited to model types whose names contain one of the listed words."""
+        models = [str(m).lower() for m in span.get("models", [])]
+        model = (self.parsed.model or "").rstrip("/").rsplit("/", 1)[-1].lower()
+        listed = ", ".join(models)
+        if model and any(m in model for m in models):
+            return None
+        if model and any(family in model for family in _MODEL_FAMILIES):
+            return self._finding(
+                occ, FindingKind.REJECTED, Verdict.ERROR,
+                f"{rule.reason} ({listed}); the model {self.parsed.model} is not one of them",
+                fix="remove it for this model, or use a release whose list has it", cite=span.cite,
+            )  # fmt: skip
+        return self._finding(
+            occ, FindingKind.REQUIRED_MISSING, Verdict.WARNING,
+            f"{rule.reason} ({listed}); the model type cannot be read from the command, so check yours",
+            fix=f"use it only with model types containing: {listed}", cite=span.cite,
+        )  # fmt: skip
+
     def _reject_fix(self, rule: Rule) -> str:
         if rule.unless:
             return "remove it, or " + " or ".join(c.describe() for c in rule.unless)
         return "remove it"
 
-    def _missing_requirements(self) -> list[Finding]:
-        found = []
-        for occ in self.parsed.occurrences:
+    def _missing_requirements(self, findings: list[Finding]) -> list[Finding]:
+        """A setting that needs another one: the finding is on the setting that is missing. A renamed
+        setting is checked under its new name too: the migration will need the same company."""
+        found, seen = [], set()
+        moved = [
+            replace(o, setting=f.migrate[0])
+            for f in findings
+            if f.finding is FindingKind.RENAMED and f.migrate and f.migrate[0]
+            for o in self.parsed.occurrences
+            if o.setting == f.setting and o.line == f.line
+        ]
+        for occ in [*self.parsed.occurrences, *moved]:
             for rule, span in self.table.rules_for(occ.setting, self.tag):
-                if rule.action != "requires" or rule.requires is None or not rule.when.holds(occ.value):
+                if rule.action != "requires" or not rule.requires or not self._holds(rule.when, occ.value):
                     continue
-                need = rule.requires
-                if need.holds(self.parsed.value_of(need.setting), self._present(need.setting)):
+                if any(
+                    self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.requires
+                ):
                     continue
+                need = rule.requires[0]
+                if (need.setting, rule.id) in seen:
+                    continue
+                seen.add((need.setting, rule.id))
+                value = need.equals if need.equals is not None else (need.among[0] if need.among else True)
+                others = " or ".join(c.describe() for c in rule.requires)
                 found.append(
-                    self._finding(
-                        occ,
-                        FindingKind.REQUIRED_MISSING,
-                        Verdict.ERROR,
-                        rule.reason,
-                        fix=f"also set {need.describe()}",
-                        cite=span.cite,
-                    )  # fmt: skip
-                )
+                    replace(
+                        self._finding(
+                            occ, FindingKind.REQUIRED_MISSING, Verdict.ERROR,
+                            f"{occ.setting} = {occ.value!r} needs {others}: {rule.reason}",
+                            fix=f"set {need.describe()}", cite=span.cite, migrate=None, setting=need.setting,
+                        ),
+                        value=self.parsed.value_of(need.setting),
+                        migrate=(need.setting, value),
+                    )
+                )  # fmt: skip
         return found
 
     def _did_you_mean(self, name: str, candidates: Iterable[str]) -> str | None:
@@ -229,9 +309,35 @@ class Judge:
         name = occ.name
         item = self.table.settings.get(occ.setting)
         ruled = self._rules(occ)
+        owner = self.table.owner_of(name)
+        if owner is not None and owner.owner not in ("vLLM", "ascend-workbench") and ruled is None:
+            span = self.table.span_at(item.spans, self.tag) if item is not None else None
+            tie = self._cuda_tie(occ, "env", name)
+            if tie is not None:
+                return tie
+            also = "; vllm-ascend reads it too" if span is not None else ""
+            return self._finding(
+                occ, FindingKind.FOREIGN, Verdict.PASS, f"{owner.owner}'s variable ({owner.source}){also}",
+                cite=span.cite if span is not None else "",
+            )  # fmt: skip
         if item is not None:
             span = self.table.span_at(item.spans, self.tag)
+            if span is not None and span.get("where") == "vllm_envs":
+                return ruled or self._finding(
+                    occ, FindingKind.OK, Verdict.PASS,
+                    "vLLM's variable, which vllm-ascend reads itself at this release", cite=span.cite,
+                )  # fmt: skip
             if span is None:
+                rename = self.table.rename_from(occ.setting)
+                if rename is not None and self.table.setting_at(rename.new, self.tag) is not None:
+                    value = _env_value_as_json(occ.value, str(item.spans[-1].get("type")))
+                    return self._finding(
+                        occ, FindingKind.RENAMED, Verdict.ERROR,
+                        f"{name} is not read at {self.target.release}; {rename.new} takes its place"
+                        + (f" ({rename.note})" if rename.note else ""),
+                        fix=f"set {rename.new} = {value!r}", cite=self.table.setting_at(rename.new, self.tag).cite,
+                        migrate=(rename.new, value),
+                    )  # fmt: skip
                 if ruled is not None:
                     return ruled
                 if name.startswith("VLLM_") and not name.startswith("VLLM_ASCEND_"):
@@ -312,7 +418,7 @@ class Judge:
                 "; that key is set too, so this variable is ignored" if also else ""
             )
             return self._finding(
-                occ, FindingKind.RENAMED, Verdict.WARNING, reason,
+                occ, FindingKind.DEPRECATED, Verdict.WARNING, reason + "; the variable is slated for removal",
                 fix=f"set {successor} = {value!r} in --additional-config", cite=span.cite,
                 migrate=(successor, value),
             )  # fmt: skip
@@ -406,6 +512,12 @@ class Judge:
             tie = self._cuda_tie(occ, "option", flag, occ.value)
             if tie is not None:
                 return tie
+            if any(flag in v.deprecated_flags for v in versions):
+                return self._finding(
+                    occ, FindingKind.DEPRECATED, Verdict.WARNING,
+                    f"vLLM {self.target.vllm_label} still takes {flag} but marks it deprecated",
+                    fix="drop it, or move to its replacement in vLLM's --help", cite=versions[0].cite,
+                )  # fmt: skip
             return self._finding(occ, FindingKind.OK, Verdict.PASS, f"vLLM {self.target.vllm_label} flag")
         from packaging.version import Version
 
@@ -429,7 +541,7 @@ class Judge:
         close = self._did_you_mean(flag, pool)
         hint = f"; did you mean {close}?" if close else ""
         return self._finding(
-            occ, FindingKind.UNKNOWN, Verdict.ERROR,
+            occ, FindingKind.REJECTED, Verdict.ERROR,
             f"vLLM {self.target.vllm_label} has no flag {flag}{hint}: its argument parser refuses the command",
             fix=f"use {close}" if close else "remove it",
             migrate=(f"flag.{close}", occ.value) if close else ("", None),
