@@ -225,7 +225,7 @@ def _target_for(
 ) -> Target:
     if recipe is not None and release is None and recipe.device is DeviceKind.CPU:
         # A CPU recipe runs on this machine's vLLM; no vllm-ascend reads it, so its names are judged at main.
-        vllm, vllm_basis = vllm_for_tag(table, MAIN)
+        vllm, vllm_basis = vllm_for_tag(table, MAIN, installed_here=True)
         basis = f"recipe {recipe.name} runs on the CPU: vllm-ascend names judged at main"
         return Target(MAIN, MAIN, basis, vllm, vllm_basis)
     return resolve_target(table, release, stack, stack_source)

