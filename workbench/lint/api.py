@@ -165,6 +165,12 @@ def read_source(source: str | Path, where: str | None = None) -> tuple[ParsedInp
     text of a command itself (anything with a newline or a space that is not an existing path).
     """
     path = None
+    if isinstance(source, str) and source != "-" and "\n" not in source and not Path(source).expanduser().exists():
+        from workbench.settings import recipes_dir
+
+        in_checkout = recipes_dir().parent / source  # 'recipes/examples/x.sh' from any working directory
+        if in_checkout.is_file():
+            source = in_checkout
     if isinstance(source, Path) or (
         isinstance(source, str) and source != "-" and "\n" not in source and Path(source).expanduser().is_file()
     ):
@@ -181,14 +187,25 @@ def read_source(source: str | Path, where: str | None = None) -> tuple[ParsedInp
     elif isinstance(source, str) and (" " in source.strip() or "\n" in source):
         text, where = source, where or "command"
     else:
-        raise LintInputError(
-            f"{source}: no such file; give a serving recipe, a shell script, '-' for standard input, "
-            "or the command itself in quotes"
-        )
+        shipped = _shipped_recipe(str(source))
+        if shipped is None:
+            raise LintInputError(
+                f"{source}: no such file or shipped recipe; give a serving recipe, a shell script, '-' for "
+                "standard input, or the command itself in quotes"
+            )
+        return read_source(shipped, where)
     recipe = _as_recipe(text, path)
     if recipe is not None:
         return recipe_settings(recipe, text, where), path, recipe
     return parse_text(text, where), path, None
+
+
+def _shipped_recipe(name: str) -> Path | None:
+    """recipes/serving/<name>.yaml when `name` is the name of a shipped serving recipe."""
+    from workbench.settings import recipes_dir
+
+    path = recipes_dir() / "serving" / f"{Path(name).stem}.yaml"
+    return path if path.is_file() and "/" not in name else None
 
 
 def _as_recipe(text: str, path: Path | None):

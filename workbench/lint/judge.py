@@ -18,6 +18,7 @@ takes effect.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -267,7 +268,7 @@ class Judge:
                         self._finding(
                             occ, FindingKind.REQUIRED_MISSING, Verdict.ERROR,
                             f"{occ.setting} = {occ.value!r} needs {others}: {rule.reason}",
-                            fix=f"set {need.describe()}", cite=span.cite, migrate=None, setting=need.setting,
+                            fix=_how_to_set(need.setting, value), cite=span.cite, migrate=None, setting=need.setting,
                         ),
                         value=self.parsed.value_of(need.setting),
                         migrate=(need.setting, value),
@@ -740,6 +741,15 @@ class Judge:
             fix=f"use {close}" if close else "remove it",
             migrate=(f"compilation_config.{close}", occ.value) if close else ("", None), setting=top,
         )  # fmt: skip
+
+
+def _how_to_set(setting: str, value: Any) -> str:
+    kind, _, name = setting.partition(".")
+    if kind == "env":
+        return f"export {name}={str(value).lower() if isinstance(value, bool) else value}"
+    if kind == "flag":
+        return f"add {name} {value}" if value is not True else f"add {name}"
+    return f"set {setting} = {json.dumps(value)} (--{kind.replace('_', '-')})"
 
 
 def _is_int(value: Any) -> bool:
