@@ -127,6 +127,8 @@ class Rule:
     to: Any
     requires: tuple[Condition, ...]  # any one of them satisfies the rule
     unless: tuple[Condition, ...]
+    also: tuple[Condition, ...]  # every one must hold too (known_broken entries)
+    models: tuple[str, ...]  # only for model names containing one of these (empty: any model)
     reason: str
     evidence: tuple[str, ...]
     spans: tuple[Span, ...]
@@ -318,6 +320,8 @@ def config_table() -> ConfigTable:
             to=item.get("to"),
             requires=tuple(Condition.from_dict(c) for c in item.get("requires") or ()),
             unless=tuple(Condition.from_dict(c) for c in item.get("unless") or ()),
+            also=tuple(Condition.from_dict(c) for c in item.get("also") or ()),
+            models=tuple(str(m).lower() for m in item.get("model") or ()),
             reason=item.get("reason", ""),
             evidence=tuple(item.get("evidence") or ()),
             spans=_spans(item["spans"], tags, f"{CONFIG_FILE} rule {item['id']!r}"),

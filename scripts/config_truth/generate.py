@@ -331,6 +331,28 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
                 "spans": to_spans(tags, per_tag),
             }
         )
+    for entry in curated.get("known_broken", []):
+        unknown = [t for t in entry["releases"] if t not in tags]
+        if unknown:
+            raise SystemExit(f"curated known_broken {entry['id']!r}: {unknown} are not matrix tags")
+        evidence = ", ".join(entry.get("evidence", []))
+        per_tag = {t: {"cite": f"reports: {evidence}"} for t in entry["releases"]}
+        rules.append(
+            {
+                "id": entry["id"],
+                "setting": entry["setting"],
+                "when": entry.get("when") or {"set": True},
+                "action": "broken",
+                "to": entry.get("fix"),
+                "requires": [],
+                "unless": [],
+                "also": entry.get("also") or [],
+                "model": entry.get("model") or [],
+                "reason": entry["reason"],
+                "evidence": entry.get("evidence", []),
+                "spans": to_spans(tags, per_tag),
+            }
+        )
     known = {s["setting"] for s in settings}
     renames = []
     for entry in curated.get("renames", []):

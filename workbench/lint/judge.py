@@ -190,6 +190,11 @@ class Judge:
                 continue
             if any(self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.unless):
                 continue
+            if not all(self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.also):
+                continue
+            model = (self.parsed.model or "").lower()
+            if rule.models and not any(m in model for m in rule.models):
+                continue
             evidence = f" (reports: {', '.join(rule.evidence)})" if rule.evidence else ""
             if rule.action == "reject":
                 return self._finding(
@@ -197,11 +202,13 @@ class Judge:
                     fix=self._reject_fix(rule), cite=span.cite,
                 )  # fmt: skip
             if rule.action == "rewrite":
+                given = "the flag" if occ.value is None else repr(occ.value)
                 return self._finding(
                     occ, FindingKind.REWRITTEN, Verdict.WARNING,
-                    f"{rule.reason}: {occ.value!r} becomes {rule.to!r}" + evidence,
-                    fix=f"set {occ.name} = {rule.to} to say what runs, or pick a release that keeps {occ.value}",
-                    cite=span.cite,
+                    f"{rule.reason}: {given} becomes {rule.to!r}" + evidence,
+                    fix="remove it (the platform undoes it)" if occ.value is None
+                    else f"set {occ.name} = {rule.to} to say what runs, or pick a release that keeps {occ.value}",
+                    cite=span.cite, migrate=("", None) if occ.value is None else None,
                 )  # fmt: skip
             if rule.action == "model_list":
                 found = self._model_list(occ, rule, span)
@@ -209,7 +216,7 @@ class Judge:
                     return found
             if rule.action == "broken":
                 return self._finding(
-                    occ, FindingKind.KNOWN_BROKEN, Verdict.ERROR, rule.reason + evidence,
+                    occ, FindingKind.KNOWN_BROKEN, Verdict.ERROR, f"{rule.reason} ({span.cite})",
                     fix=str(rule.to or "avoid this value on this release"), cite=span.cite,
                 )  # fmt: skip
         return None
