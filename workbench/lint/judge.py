@@ -546,6 +546,21 @@ class Judge:
                 fix="remove it", migrate=("", None),
             )  # fmt: skip
         pool = set().union(*(v.flags for v in versions))
+        expands = sorted(f for f in pool if f.startswith(flag) and flag.startswith("--"))
+        if len(expands) == 1:  # argparse (allow_abbrev) takes a unique prefix as the whole flag
+            return self._finding(
+                occ, FindingKind.MISUSE, Verdict.WARNING,
+                f"vLLM's parser expands the abbreviation {flag} to {expands[0]}; a later vLLM with another flag "
+                "that starts the same way refuses it",
+                fix=f"write {expands[0]}", migrate=(f"flag.{expands[0]}", occ.value),
+            )  # fmt: skip
+        if len(expands) > 1:
+            return self._finding(
+                occ, FindingKind.REJECTED, Verdict.ERROR,
+                f"{flag} abbreviates several vLLM {self.target.vllm_label} flags ({', '.join(expands[:4])}): "
+                "its argument parser refuses the ambiguous option",
+                fix=f"write one of {', '.join(expands[:4])} in full",
+            )  # fmt: skip
         close = self._did_you_mean(flag, pool)
         hint = f"; did you mean {close}?" if close else ""
         return self._finding(

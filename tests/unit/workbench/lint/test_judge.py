@@ -128,6 +128,9 @@ def test_cuda_settings_are_foreign_with_their_ascend_counterpart():
 def test_flags_are_judged_against_the_vllm_the_release_pairs_with():
     f = finding("vllm serve m --tensor-paralel-size 2", "v0.13.0", "flag.--tensor-paralel-size")
     assert f.finding.value == "rejected" and "--tensor-parallel-size" in f.reason
+    abbreviated = finding("vllm serve m --max-num-seq 4", "v0.13.0", "flag.--max-num-seq")
+    assert abbreviated.finding.value == "misuse" and abbreviated.migrate == ("flag.--max-num-seqs", "4")
+    assert finding("vllm serve m --max-num 4", "v0.13.0", "flag.--max-num").finding.value == "rejected"  # ambiguous
     short = finding("vllm serve m -tp 2", "v0.13.0", "flag.--tensor-parallel-size")
     assert short.finding.value == "ok"
     negative = finding("vllm serve m --no-enable-prefix-caching", "v0.13.0", "flag.--enable-prefix-caching")
