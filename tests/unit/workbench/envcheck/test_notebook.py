@@ -17,7 +17,7 @@ NOTEBOOK = REPO_ROOT / "notebooks" / "02_preflight.ipynb"
 def test_parameters_map_onto_check_context():
     params = set(papermill.inspect_notebook(str(NOTEBOOK)))
     fields = set(inspect.signature(CheckContext).parameters) | {"matrix_files", "ascend_root"}
-    assert params - {"focus_module"} <= fields
+    assert params - {"focus_module", "lint_source", "lint_release", "lint_to"} <= fields
     assert {"ascend_root", "run_probe", "server_url"} <= params
 
 
