@@ -78,6 +78,7 @@ class Findings:
     reads: list[KeyRead] = field(default_factory=list)
     fallbacks: list[EnvFallback] = field(default_factory=list)
     policies: list[SectionPolicy] = field(default_factory=list)
+    allowed: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # path -> the values start-up accepts
 
     def add(self, read: KeyRead) -> None:
         self.reads.append(read)
@@ -211,8 +212,37 @@ class Analyzer:
             self._seen_reads.add(ident)
             self.found.add(read)
 
+    def _allowed_values(self, func: _Func, section: Section) -> None:
+        """`if self.mode not in ["a", "b"]: raise ...` anywhere in the receiving class: the key `mode` of
+        `section` accepts only those values (the attribute is named after the key, as these classes do)."""
+        if func.owner is None:
+            return
+        tests = [
+            test
+            for node in ast.walk(func.owner)
+            if isinstance(node, ast.If) and _raises(node.body)
+            for test in ast.walk(node.test)  # `not isinstance(x, str) or x not in (...)` too
+            if isinstance(test, ast.Compare)
+        ]
+        for test in tests:
+            if len(test.ops) != 1 or not isinstance(test.ops[0], ast.NotIn):
+                continue
+            target = test.left
+            key = None
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                key = target.attr
+            elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+                key = str(target.slice.value)
+            values = _literal(test.comparators[0])
+            ref = test.comparators[0]
+            if values is MISSING and isinstance(ref, ast.Attribute) and isinstance(ref.value, ast.Name):
+                values = _class_constant(func.owner, ref.attr)  # `not in self._valid_modes`
+            if key and isinstance(values, (list, tuple, set, frozenset)) and values:
+                self.found.allowed.setdefault(f"{section.path}.{key}", tuple(sorted(values, key=str)))
+
     def _judge_unknown_keys(self, func: _Func, name: str, section: Section) -> None:
         """How the code that receives `section` (as parameter `name`) treats keys it does not know."""
+        self._allowed_values(func, section)
         for node in ast.walk(func.node):
             if isinstance(node, (ast.If, ast.For)):
                 probe = node.test if isinstance(node, ast.If) else node.iter
@@ -328,6 +358,15 @@ class Analyzer:
         if isinstance(target, ast.Name) and name in self.functions:
             return self.functions[name], False
         return None
+
+
+def _class_constant(cls: ast.ClassDef, name: str) -> Any:
+    for item in cls.body:
+        if isinstance(item, (ast.Assign, ast.AnnAssign)):
+            target = item.targets[0] if isinstance(item, ast.Assign) else item.target
+            if isinstance(target, ast.Name) and target.id == name and item.value is not None:
+                return _literal(item.value)
+    return MISSING
 
 
 def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -164,6 +164,9 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
             "status": status,
             "cite": f"{tag}:{first.file}:{first.line}",
         }
+    for path, values in found.allowed.items():
+        if path in facts:
+            facts[path]["values"] = list(values)
     # deprecated aliases: the same key read (not deprecated) in another section
     for path, item in facts.items():
         if item["kind"] == "additional_config" and item["status"] == "deprecated":

@@ -30,6 +30,7 @@ from ascend_backend.npu.config_table import (
     SettingKind,
     Span,
     VllmVersion,
+    same_value,
 )
 from workbench.lint.command import Occurrence, ParsedInput
 from workbench.lint.findings import Finding, FindingKind
@@ -700,6 +701,13 @@ class Judge:
                 + (f" in favour of {successor}" if successor else ""),
                 fix=f"move it to {successor}" if successor else "plan its removal", cite=span.cite,
                 migrate=(successor, occ.value) if successor else None,
+            )  # fmt: skip
+        allowed = span.get("values")
+        if allowed and not any(same_value(occ.value, v) for v in allowed):
+            return self._finding(
+                occ, FindingKind.REJECTED, Verdict.ERROR,
+                f"start-up raises for {path} = {occ.value!r}: {self.target.release} accepts only {allowed}",
+                fix=f"one of {allowed}", cite=span.cite,
             )  # fmt: skip
         kind = span.get("type")
         if kind == "bool" and isinstance(occ.value, str):

@@ -140,3 +140,28 @@ class SchedulerConfig:
 @pytest.mark.parametrize("text", ["def broken(:\n", ""])
 def test_a_file_that_does_not_parse_is_skipped(text):
     assert read_additional_config({"x.py": text}).reads == []
+
+
+def test_values_a_class_checks_with_not_in_are_the_allowed_ones():
+    source = """
+class AscendConfig:
+    def __init__(self, vllm_config):
+        additional_config = vllm_config.additional_config or {}
+        self.lb = LbConfig(additional_config.get("lb_config", {}))
+
+class LbConfig:
+    _valid_modes = {"static", "dynamic"}
+
+    def __init__(self, user_config):
+        self.mode = user_config.get("mode", "dynamic")
+        self.stage = user_config.get("stage", "all")
+        if not isinstance(self.mode, str) or self.mode not in self._valid_modes:
+            raise ValueError("bad mode")
+        if self.stage not in ["all", "prefill"]:
+            raise ValueError("bad stage")
+"""
+    found = read_additional_config({"vllm_ascend/ascend_config.py": source})
+    assert found.allowed == {
+        "additional_config.lb_config.mode": ("dynamic", "static"),
+        "additional_config.lb_config.stage": ("all", "prefill"),
+    }

@@ -150,3 +150,10 @@ def test_names_of_cann_hccl_and_torch_npu_are_foreign_not_unknown():
 def test_an_unknown_vllm_ascend_variable_offers_the_real_name():
     f = finding("export VLLM_ASCEND_ENABLE_MLAP=1\nvllm serve m", "v0.13.0", "env.VLLM_ASCEND_ENABLE_MLAP")
     assert f.finding.value == "unknown" and "VLLM_ASCEND_ENABLE_MLAPO" in f.reason
+
+
+def test_a_value_outside_the_values_start_up_accepts_is_rejected():
+    text = 'vllm serve m --additional-config \'{"eplb_config": {"eplb_policy_type": 5, "eplb_heat_collection_stage": "decode"}}\''
+    bad = finding(text, "main", "additional_config.eplb_config.eplb_policy_type")
+    assert bad.finding.value == "rejected" and "[0, 1, 2, 3]" in bad.reason
+    assert finding(text, "main", "additional_config.eplb_config.eplb_heat_collection_stage").finding.value == "ok"
