@@ -94,8 +94,9 @@ def _fia_mask_on(device: str, dtype: torch.dtype) -> torch.Tensor:
 
 # --------------------------------------------------------------------------------------------- guards
 def _head_size(first: torch.Tensor, *_args: object) -> CallFacts:
-    """The rows of attention ops depend on the head size: the last dim of the op's first tensor."""
-    return CallFacts(head_size=int(first.shape[-1]))
+    """The rows of attention ops depend on the head size (the last dim of the op's first tensor) and, for
+    decode under FULL_DECODE_ONLY, on the batch size being in the engine's pa_shape_list (its first dim)."""
+    return CallFacts(head_size=int(first.shape[-1]), num_tokens=int(first.shape[0]))
 
 
 # --------------------------------------------------------------------------------------------- cache write

@@ -18,7 +18,19 @@ in order, joined by " + " (`calls` splits them): the W8A8 linears quantize the a
     W8A8 linears:
       quantize_divide       npu_quantize(x, scale, int8 offset, qint8, -1, div_mode=True) + npu_quant_matmul
       quantize_reciprocal   npu_quantize(x, 1 / scale, offset in the model dtype, qint8, -1, False) + npu_quant_matmul
+      quantize_reciprocal_float_bias  the same with a float32 deq_scale and a float bias (compressed-tensors)
+      quant_matmul_prequantized       npu_quant_matmul alone: x is already int8 (a fused norm-quant ran before)
       dynamic_quant         npu_dynamic_quant(x) + npu_quant_matmul(..., pertoken_scale=...)
+      dynamic_quant_int8    npu_dynamic_quant(x, dst_type=torch.int8) + npu_quant_matmul(...)
+    the quantized weight, once at load:
+      nz_cast               npu_format_cast(weight [K, N], 29): FRACTAL_NZ
+      nz_cast_transposed    310P: npu_format_cast(weight [N, K], 29), handed to the matmul transposed
+    the norm before a static W8A8 linear:
+      npu_add_rms_norm_quant        one kernel: (x + residual) normalised and quantized to int8
+      add_rms_norm_then_quantize    npu_add_rms_norm, then the linear's npu_quantize (no fusion)
+
+`REFUSED` lists the ops vllm-ascend runs that ascend_backend declines, with the reason (the table and
+the `kernels` verb show them; `select()` answers native with that reason).
 """
 
 from __future__ import annotations
@@ -64,15 +76,40 @@ RECIPES: dict[str, dict[str, str]] = {
         "npu_add_rms_norm_plus_one": "npu_add_rms_norm",
         "add_then_npu_rms_norm_plus_one": "npu_rms_norm",
     },
-    "silu_and_mul": {"npu_swiglu": "npu_swiglu"},
+    "silu_and_mul": {"npu_swiglu": "npu_swiglu", "npu_swiglu_fp32": "npu_swiglu"},
     "quick_gelu": {"npu_fast_gelu": "npu_fast_gelu"},
     "gelu": {},
     "gelu_tanh": {},
     "w8a8_linear": {
         "quantize_divide": "npu_quantize + npu_quant_matmul",
         "quantize_reciprocal": "npu_quantize + npu_quant_matmul",
+        "quantize_reciprocal_float_bias": "npu_quantize + npu_quant_matmul",
+        "quant_matmul_prequantized": "npu_quant_matmul",
     },
-    "w8a8_dynamic_linear": {"dynamic_quant": "npu_dynamic_quant + npu_quant_matmul"},
+    "w8a8_dynamic_linear": {
+        "dynamic_quant": "npu_dynamic_quant + npu_quant_matmul",
+        "dynamic_quant_int8": "npu_dynamic_quant + npu_quant_matmul",
+    },
+    "quant_weight_layout": {"nz_cast": "npu_format_cast", "nz_cast_transposed": "npu_format_cast"},
+    "add_rms_norm_quant": {
+        "npu_add_rms_norm_quant": "npu_add_rms_norm_quant",
+        "add_rms_norm_then_quantize": "npu_add_rms_norm + npu_quantize",
+    },
+}
+
+# Ops vllm-ascend runs that ascend_backend declines, and why (no recipe, no native op: a clear answer instead).
+REFUSED: dict[str, str] = {
+    "w8a16_linear": (
+        "ascend_backend quantizes W8A8 only (static and per-token dynamic, ascend_backend.quantization.scheme); "
+        "a W8A16 checkpoint's linears (vllm-ascend: npu_weight_quant_batchmatmul, quantization/w8a16.py from "
+        "v0.13.0rc1, quantization/methods/w8a16.py from v0.14.0rc1) have no op here: serve them with vllm-ascend"
+    ),
+    "w4a8_linear": (
+        "ascend_backend quantizes W8A8 only (static and per-token dynamic, ascend_backend.quantization.scheme); "
+        "a W4A8_DYNAMIC checkpoint's linears (vllm-ascend: npu_dynamic_quant + npu_weight_quant_batchmatmul "
+        "with int4-packed weights, quantization/w4a8_dynamic.py from v0.9.1rc2, quantization/methods/w4a8.py "
+        "from v0.14.0rc1) have no op here: serve them with vllm-ascend"
+    ),
 }
 
 # Which attention state an op serves, for tables and diffs ("decode moved from ... to ...").
