@@ -70,8 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _base(args: argparse.Namespace):
-    from workbench.backend.api import context_of, read_stack
-    from workbench.backend.kernels import side_context, with_serving
+    from workbench.backend.api import context_of, read_stack, side_context, with_serving
 
     stack = read_stack(args.stack) if args.stack else None
     context = context_of(stack, graph_mode=args.graph_mode, pa_shape=args.pa_shape)
@@ -82,7 +81,7 @@ def _base(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.backend.kernels import kernel_diff_contexts, selection_table, side_context
+    from workbench.backend.api import kernel_diff_contexts, selection_table, side_context
 
     base = _base(args)
     if args.diff:
