@@ -405,6 +405,15 @@ RULES: list[tuple[re.Pattern, Rule]] = [
         ),
     ),
     (re.compile(r"^attn_metadata\.seq_lens\.shape\[0\]==query\.size\(0\)$"), _const(True)),
+    # the batch's composition by state: a ChunkedPrefill batch mixes decodes and prefills
+    (
+        re.compile(r"^(?:\w+\.)*num_prefills>0$|^num_prefill_tokens>0$"),
+        _dim("state", lambda f, *_: f.cell.state != "DecodeOnly"),
+    ),
+    (
+        re.compile(r"^(?:\w+\.)*num_decodes>0$|^num_decode_tokens>0$"),
+        _dim("state", lambda f, *_: f.cell.state in ("DecodeOnly", "ChunkedPrefill")),
+    ),
     (
         re.compile(r"^torch\.version\.cann\.startswith\(['\"]([\w.]+)['\"]\)$"),
         _dim("cell", lambda f, m, *_: bool(f.cell.cann) and f.cell.cann.startswith(m[1])),
