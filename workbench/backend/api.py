@@ -80,10 +80,11 @@ def registry_table(device: str = "auto") -> pd.DataFrame:
 
 
 def kernel_table(stack_file: str | None = None):
-    """The NPU kernel per op and attention state on this machine (or a stored stack), with the table row and
-    its vllm-ascend source; the caption says how the release, chip and graph mode were found."""
+    """The NPU kernel per op and attention state on this machine (or a stored stack), with the table row,
+    its vllm-ascend source and vllm-ascend's own default kernel where it has one; the caption says how the
+    release, chip and graph mode were found."""
     stack = read_stack(stack_file) if stack_file else None
-    table = selection_table(stack)[["op", "state", "kernel", "recipe", "row", "source"]]
+    table = selection_table(stack)[["op", "state", "kernel", "recipe", "vllm_default", "row", "source"]]
     return table.style.set_caption(context_of(stack).describe()).hide(axis="index")
 
 
