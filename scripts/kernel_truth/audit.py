@@ -24,6 +24,7 @@ vllm-ascend's kernels but changes at another release), missing condition, own ke
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import sys
@@ -38,7 +39,7 @@ from packaging.version import Version
 from scripts.kernel_truth.facts import Call, Cell, CellFacts, env_defaults, requires_triton
 from scripts.kernel_truth.mirror import Mirror, Tree
 from scripts.kernel_truth.probes import ATTENTION_OPS, NoEntry, entries, family
-from scripts.kernel_truth.trace import KernelCall, State, Walker
+from scripts.kernel_truth.trace import KernelCall, State, Walker, _literal, unparse
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKEND = Path(__import__("ascend_backend").__file__).resolve().parent  # the backend whose table is audited
@@ -284,11 +285,8 @@ class Auditor:
         if isinstance(paths, NoEntry):
             if paths.reason.startswith("FUSED:"):  # a compilation pass makes the call (see linears.py)
                 where = paths.reason.removeprefix("FUSED:").split(" ", 1)[0]
-                fused = KernelCall(
-                    "torch_npu.npu_add_rms_norm_quant",
-                    "torch_npu",
-                    where.rsplit(":", 1)[0],
-                    int(where.rsplit(":", 1)[1] or 0),
+                fused = _call_at(
+                    tree, where.rsplit(":", 1)[0], int(where.rsplit(":", 1)[1] or 0), "npu_add_rms_norm_quant"
                 )
                 return VllmSide(
                     "calls",
@@ -391,6 +389,26 @@ def _separating(states: list[State]) -> list[str]:
         for a in state.assumptions:
             texts[f"{a.text} ({a.path}:{a.line})"].add(a.value)
     return sorted(t for t, values in texts.items() if len(values) > 1 or len(states) > 1)[:6]
+
+
+def _call_at(tree: Tree, path: str, line: int, function: str) -> KernelCall:
+    """The torch_npu call to `function` at path:line of the tree, with its arguments as written."""
+    found = KernelCall(f"torch_npu.{function}", "torch_npu", path, line)
+    text = tree.text(path) if line else None
+    if text is None:
+        return found
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call) and node.lineno == line and unparse(node.func).endswith(function):
+            literals = [(str(i), t) for i, a in enumerate(node.args) if (t := _literal(a)) is not None]
+            literals += [(k.arg, t) for k in node.keywords if k.arg and (t := _literal(k.value)) is not None]
+            return replace(
+                found,
+                positional=len([a for a in node.args if not isinstance(a, ast.Starred)]),
+                keywords=tuple(k.arg for k in node.keywords if k.arg),
+                literals=tuple(literals),
+                open_kwargs=any(k.arg is None for k in node.keywords),
+            )
+    return found
 
 
 def _refusal(calls: tuple[KernelCall, ...]) -> str:

@@ -312,6 +312,7 @@ RULES: list[tuple[re.Pattern, Rule]] = [
         _assumed(False, "no KV-cache compression (hamming sparse attention)"),
     ),
     (re.compile(r"^use_kv_cache_int8$"), _assumed(False, "KV cache not int8")),
+    (re.compile(r"^(?:self\.)?enable_c8_quant$"), _assumed(False, "KV cache not C8-quantized (no kv_quant_type)")),
     (re.compile(r"^(?:self\.)?is_kv_producer$|^(?:self\.)?is_kv_consumer$"), _const(False)),
     (
         re.compile(r"^(?:enable_cp|enable_pcp|enable_dcp|is_enable_cp|enable_dsa_cp)\(\)$"),

@@ -507,7 +507,7 @@ class Walker:
         literals = []
         for i, arg in enumerate(node.args):
             text = _literal(arg)
-            if text is None and isinstance(arg, (ast.Name, ast.Attribute)):
+            if text is None and not isinstance(arg, ast.Starred):
                 value = self.value(arg, frame)
                 if isinstance(value, (bool, int, float, str)) and value is not None:
                     text = repr(value)
@@ -707,14 +707,15 @@ class Walker:
             base = self.value(node.value, frame, depth + 1)
             return self._attribute(base, node.attr, text or node.attr, depth)
         if isinstance(node, ast.BoolOp):
-            values = [_truth(self.value(v, frame, depth + 1)) for v in node.values]
-            if isinstance(node.op, ast.And):
-                if False in values:
-                    return False
-                return True if all(v is True for v in values) else Unknown(unparse(node)[:120])
-            if True in values:
-                return True
-            return False if all(v is False for v in values) else Unknown(unparse(node)[:120])
+            # Python's value: `a or b` is the first truthy operand (`x or SWA_INT_MAX` is a number, not True),
+            # `a and b` the first falsy one; an unknown operand before the deciding one leaves only the truth.
+            raw = [self.value(v, frame, depth + 1) for v in node.values]
+            values = [_truth(v) for v in raw]
+            deciding = False if isinstance(node.op, ast.And) else True
+            if deciding in values:
+                i = values.index(deciding)
+                return raw[i] if all(v is (not deciding) for v in values[:i]) else deciding
+            return raw[-1] if all(v is (not deciding) for v in values) else Unknown(unparse(node)[:120])
         if isinstance(node, ast.UnaryOp):
             operand = self.value(node.operand, frame, depth + 1)
             if isinstance(node.op, ast.Not):

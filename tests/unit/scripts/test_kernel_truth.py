@@ -83,7 +83,7 @@ class AscendRMSNorm310(AscendRMSNorm):
     def forward_oot(self, x, residual=None):
         if residual is not None:
             x = x + residual
-        return torch_npu.npu_rms_norm(x, self.weight, 1e-6)
+        return torch_npu.npu_rms_norm(x, self.weight, None or 1e-6)
 """
 ACTIVATION = """
 import torch_npu
@@ -180,6 +180,24 @@ def test_chip_branches_and_methods_are_followed(mirror):
     (entry,) = entries(walker, cell)
     (state,) = walker.run(entry.func, entry.args)
     assert dict(state.calls[0].literals)["layout"] == "'A5'"  # the A5 branch's call, with its literal argument
+
+
+def test_an_or_expression_is_its_operand_not_its_truth(mirror):
+    tree = mirror.tree("v1.0.0")
+    cell = Cell("rms_norm", "v1.0.0", "310P")
+    walker = Walker(tree, CellFacts(cell, tree, False, {}))
+    (entry,) = entries(walker, cell)
+    (state,) = walker.run(entry.func, entry.args)
+    assert dict(state.calls[0].literals)["2"] == "1e-06"  # `None or 1e-6` is 1e-6 (vllm-ascend's `w or SWA_INT_MAX`)
+
+
+def test_a_compilation_pass_call_is_read_with_its_arguments(mirror):
+    tree = mirror.tree("v1.0.0")
+    line = 1 + LAYERNORM.splitlines().index(
+        "            return torch.ops._C_ascend.npu_add_rms_norm_bias(x, residual, self.weight, None, 1e-6)"
+    )
+    call = audit._call_at(tree, "vllm_ascend/ops/layernorm.py", line, "npu_add_rms_norm_bias")
+    assert call.positional == 5 and dict(call.literals) == {"3": "None", "4": "1e-06"} and not call.keywords
 
 
 def test_an_own_kernel_default_is_consulted_and_its_flip_gives_the_torch_npu_path(mirror):
