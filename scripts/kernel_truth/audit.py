@@ -791,21 +791,62 @@ def runs(findings: list[Finding]) -> list[dict[str, Any]]:
 
 
 def write(out_dir: Path, findings: list[Finding], tags: list[TagInfo], mirror: Mirror, elapsed: float) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
     summary = counts(findings)
-    records = runs(findings)
     data = {
         "about": "Kernel-table audit: each cell's calls in vllm-ascend's source next to ascend_backend.npu.kernels.select(); "
         "written by scripts/kernel_truth (python -m scripts.kernel_truth).",
         "mirror": {"main": mirror.commit("main"), "tags": [t.ref for t in tags]},
+        "seconds": round(elapsed),
         "chips_known": {t.ref: {c: why or "known" for c, why in t.chips.items()} for t in tags},
         "counts": summary,
         "out_of_scope": OUT_OF_SCOPE,
-        "runs": records,
+        "runs": runs(findings),
     }
-    (out_dir / "audit.json").write_text(json.dumps(data, indent=1) + "\n")
-    (out_dir / "audit.md").write_text(markdown(data, elapsed))
+    render(out_dir, data)
     return summary
+
+
+def compact(data: dict) -> dict:
+    """The stored form: each walk's entry point and each acknowledgement's reason once, runs pointing at them."""
+    if "entries" in data:
+        return data
+    entries: list[str] = []
+    reasons: dict[str, str] = {}
+    runs_out = []
+    for r in data["runs"]:
+        r = dict(r)
+        if r["entry"] not in entries:
+            entries.append(r["entry"])
+        r["entry"] = entries.index(r["entry"])
+        if r["acknowledged"]:
+            key = r["row"] or f"{r['op']} (refused)"
+            reasons.setdefault(key, r["acknowledged"])
+            r["acknowledged"] = key
+        runs_out.append(r)
+    merged: dict[str, dict] = {}  # graph modes with the same answer share a record ("graph" lists them)
+    for r in runs_out:
+        key = json.dumps({k: v for k, v in r.items() if k != "graph"}, sort_keys=True)
+        if key in merged:
+            merged[key]["graph"].append(r["graph"])
+        else:
+            merged[key] = {**r, "graph": [r["graph"]]}
+    rest = {k: v for k, v in data.items() if k != "runs"}
+    return {**rest, "entries": entries, "reasons": reasons, "runs": list(merged.values())}
+
+
+def _graphs(record: dict) -> list[str]:
+    return record["graph"] if isinstance(record["graph"], list) else [record["graph"]]
+
+
+def render(out_dir: Path, data: dict) -> None:
+    """audit.json (one run per line, so a rerun's diff shows the runs that changed) and audit.md."""
+    data = compact(data)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    head = {k: v for k, v in data.items() if k != "runs"}
+    text = json.dumps(head, indent=1)[:-2] + ',\n "runs": [\n'
+    text += ",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in data["runs"]) + "\n ]\n}\n"
+    (out_dir / "audit.json").write_text(text)
+    (out_dir / "audit.md").write_text(markdown(data, data.get("seconds", 0)))
 
 
 def markdown(data: dict, elapsed: float) -> str:
@@ -838,9 +879,11 @@ def markdown(data: dict, elapsed: float) -> str:
         "",
     ]
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    reasons = data.get("reasons", {})
     for r in data["runs"]:
         if r["kinds"]:
-            key = (r["op"], r["chip"], tuple(r["kinds"]), r["vllm_ascend"], r["table"], r["row"], r["acknowledged"])
+            ack = reasons.get(r["acknowledged"], r["acknowledged"])
+            key = (r["op"], r["chip"], tuple(r["kinds"]), r["vllm_ascend"], r["table"], r["row"], ack)
             groups[key].append(r)
     if not groups:
         lines.append("None.")
@@ -848,7 +891,7 @@ def markdown(data: dict, elapsed: float) -> str:
         spans = sorted(
             {r["first"] if r["first"] == r["last"] else f"{r['first']} … {r['last']}" for r in items}, key=_ref_order
         )
-        graphs = sorted({r["graph"] for r in items})
+        graphs = sorted({g for r in items for g in _graphs(r)})
         calls = sorted({r["call"] for r in items})
         lines.append(
             f"- **{op}** {chip}: {', '.join(kinds)}. vllm-ascend: {vllm}; table: {table} (`{row or 'no row'}`). "
@@ -872,15 +915,22 @@ def markdown(data: dict, elapsed: float) -> str:
         "",
         "## Every series",
         "",
+        "Per op, chip, call and span of refs: vllm-ascend's calls, the table's kernel and row (✗: a disagreement,",
+        "listed above); graph modes with the same answer share a line (any: all five modes the audit tries).",
+        "",
         "| op | chip | graph | call | refs | vllm-ascend | table | row |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    series: dict[tuple, list[str]] = defaultdict(list)
     for r in data["runs"]:
         span = r["first"] if r["first"] == r["last"] else f"{r['first']} … {r['last']}"
         mark = "" if not r["kinds"] else " ✗"
-        lines.append(
-            f"| {r['op']} | {r['chip']} | {r['graph']} | {r['call']} | {span} | {r['vllm_ascend']}{mark} | {r['table']} | {r['row']} |"
-        )
+        key = (r["op"], r["chip"], r["call"], span, f"{r['vllm_ascend']}{mark}", r["table"], r["row"])
+        series[key] += _graphs(r)
+    modes = {g for r in data["runs"] for g in _graphs(r)}
+    for (op, chip, call, span, vllm, table, row), graphs in series.items():
+        graph = "any" if len(modes) > 1 and set(graphs) == modes else ", ".join(graphs)
+        lines.append(f"| {op} | {chip} | {graph} | {call} | {span} | {vllm} | {table} | {row} |")
     lines += ["", f"(audit took {elapsed:.0f} s)", ""]
     return "\n".join(lines)
 
@@ -892,13 +942,24 @@ def _ref_order(span: str) -> tuple:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.kernel_truth", description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", required=True, type=Path, help="git directory of a vllm-ascend clone (bare or not)")
+    parser.add_argument("--mirror", type=Path, help="git directory of a vllm-ascend clone (bare or not)")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "docs" / "kernel_truth", help="where audit.json / audit.md go"
     )
     parser.add_argument("--tags", nargs="*", help="only these refs (v0.13.0 ... main); default: the matrix and main")
     parser.add_argument("--ops", nargs="*", help="only these ops; default: every op of the table")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="rewrite audit.md (and the stored form of audit.json) from --out's audit.json",
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        render(args.out, json.loads((args.out / "audit.json").read_text()))
+        print(f"rewrote {args.out / 'audit.md'} and {args.out / 'audit.json'}")
+        return 0
+    if args.mirror is None:
+        parser.error("--mirror is required (except with --render)")
     started = time.time()
     mirror = Mirror(args.mirror)
     tags = matrix(mirror, args.tags)

@@ -287,3 +287,41 @@ def test_the_checked_in_audit_matches_a_fresh_run_of_one_tag():
             assert fresh[key] == (record["vllm_ascend"], record["table"], record["kinds"]), key
             checked += 1
     assert checked >= 8
+
+
+def test_the_stored_form_merges_graph_modes_and_keeps_each_reason_once(tmp_path):
+    run = {
+        "op": "paged_decode_attention",
+        "chip": "310P",
+        "call": "head 128",
+        "first": "v0.9.2rc1",
+        "last": "main",
+        "vllm_ascend": "_npu_paged_attention",
+        "where": [],
+        "entry": "forward (attention_v1.py:1)",
+        "table": "native",
+        "recipe": "native",
+        "row": "decode.310p_nz",
+        "kinds": ["different kernel"],
+        "details": [],
+        "scoped": [],
+        "acknowledged": "310P keeps the cache in FRACTAL_NZ",
+    }
+    data = {
+        "mirror": {"main": "0" * 40, "tags": ["v0.9.2rc1", "main"]},
+        "seconds": 1,
+        "chips_known": {},
+        "counts": audit.counts([]),
+        "out_of_scope": {},
+        "runs": [{**run, "graph": "NONE"}, {**run, "graph": "FULL"}],
+    }
+    audit.render(tmp_path, data)
+    stored = json.loads((tmp_path / "audit.json").read_text())
+    (record,) = stored["runs"]
+    assert record["graph"] == ["NONE", "FULL"] and record["entry"] == 0
+    assert stored["reasons"] == {"decode.310p_nz": "310P keeps the cache in FRACTAL_NZ"}
+    text = (tmp_path / "audit.md").read_text()
+    assert "acknowledged by the row: 310P keeps the cache in FRACTAL_NZ" in text
+    assert "| paged_decode_attention | 310P | any | head 128 | v0.9.2rc1 … main |" in text
+    audit.render(tmp_path, stored)  # --render on the stored form leaves it as it is
+    assert json.loads((tmp_path / "audit.json").read_text()) == stored
