@@ -15,7 +15,7 @@ from torch import nn
 
 from ascend_backend.quantization import QuantizedLinear, QuantType
 from ascend_backend.quantization.arithmetic import pack_deq_scale
-from ascend_backend.quantization.ops import w8a8_dynamic_linear, w8a8_linear
+from ascend_backend.quantization.ops import quant_weight_layout, w8a8_dynamic_linear, w8a8_linear
 
 
 class StaticW8A8Linear(nn.Module):
@@ -53,6 +53,9 @@ class DynamicW8A8Linear(nn.Module):
 
 
 def quantized_module(layer: QuantizedLinear, dtype: torch.dtype, device: torch.device | str) -> nn.Module:
-    """The executor module for one quantized layer, on `device`."""
+    """The executor module for one quantized layer, on `device`, its weight in the layout the release's
+    linears take (`quant_weight_layout`: FRACTAL_NZ on an NPU where vllm-ascend casts it, once, here)."""
     cls = StaticW8A8Linear if layer.quant_type is QuantType.W8A8 else DynamicW8A8Linear
-    return cls(layer, dtype).to(device)
+    module = cls(layer, dtype).to(device)
+    module.weight = quant_weight_layout(module.weight, layer.quant_type.value)
+    return module

@@ -22,7 +22,10 @@ What `register()` does in each process:
 6. when ASCEND_BACKEND_STATS_FILE=<prefix> is set, keeps `<prefix>.<pid>.json` up to date with op call
    counts (`stats`; read them with `stats.read_op_stats(prefix)`);
 7. when ASCEND_BACKEND_DUMP is set, records module outputs of the engine's model for its first forward
-   steps in the workbench dump format (`dump`), on every platform (vllm-ascend's engines included).
+   steps in the workbench dump format (`dump`), on every platform (vllm-ascend's engines included);
+8. lets the NPU kernel selection read the engine's config (`ascend_backend.npu.kernels.engine`): the
+   effective cudagraph_mode / enforce_eager / additional_config (torchair, xlite, pa_shape_list) and the
+   model's architecture, as vllm-ascend's platform left them.
 
 Switches: `VLLM_PLUGINS` (vLLM's allow-list; `VLLM_PLUGINS=""` loads no plugin) and
 ASCEND_BACKEND_DISABLED_OPS (op names such as `rms_norm,attention`, or `all`) to keep vLLM's own layer
@@ -46,6 +49,9 @@ def register() -> None:
     from ascend_backend.vllm_plugin.platform_plan import detect_platform, plan_registration
 
     REGISTRY.load_builtin_ops()  # every op now, not inside the engine's first forward step
+    from ascend_backend.npu.kernels import engine
+
+    engine.set_provider(current_vllm_config)
     disabled = envs.ASCEND_BACKEND_DISABLED_OPS
     plan = plan_registration(detect_platform(), disabled)
     installed = []
@@ -83,6 +89,14 @@ def register() -> None:
         prefix or "off",
         dump_spec or "off",
     )
+
+
+def current_vllm_config():
+    """The engine's VllmConfig while vLLM has one set, else None (read-only use of vLLM's config)."""
+    from vllm import config
+
+    getter = getattr(config, "get_current_vllm_config_or_none", None)
+    return getter() if getter is not None else config.get_current_vllm_config()
 
 
 def install_attention_backend() -> None:
@@ -137,4 +151,11 @@ def start_stats_writer(prefix: str):
     return StatsFileWriter(prefix).start()
 
 
-__all__ = ["arm_faults_from_env", "install_attention_backend", "register", "start_stats_writer", "uninstall"]
+__all__ = [
+    "arm_faults_from_env",
+    "current_vllm_config",
+    "install_attention_backend",
+    "register",
+    "start_stats_writer",
+    "uninstall",
+]

@@ -2,7 +2,8 @@
 one op against its reference — and which kernel each op runs on a stored stack.
 
 Behind notebook 01 (each function returns a table or text, so the notebook stays one call per cell) and
-`ascend-workbench kernels` (`context_of`, `selection_table`, `kernel_diff`, `read_stack`).
+`ascend-workbench kernels` (`context_of`, `side_context`, `with_serving`, `selection_table`, `kernel_diff`,
+`kernel_diff_contexts`, `read_stack`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import torch
 
 from ascend_backend.npu.device import detect, npu_status
 from ascend_backend.registry import REGISTRY
-from workbench.backend.kernels import context_of, kernel_diff, read_stack, selection_table
+from workbench.backend.kernels import (
+    context_of,
+    kernel_diff,
+    kernel_diff_contexts,
+    read_stack,
+    selection_table,
+    side_context,
+    with_serving,
+)
 from workbench.stack.devices import resolve_device
 from workbench.stack.dtypes import parse_dtype
 
@@ -23,11 +32,14 @@ __all__ = [
     "context_of",
     "device_table",
     "kernel_diff",
+    "kernel_diff_contexts",
     "kernel_table",
     "npu_explanation",
     "read_stack",
     "registry_table",
     "selection_table",
+    "side_context",
+    "with_serving",
 ]
 
 
@@ -68,10 +80,11 @@ def registry_table(device: str = "auto") -> pd.DataFrame:
 
 
 def kernel_table(stack_file: str | None = None):
-    """The NPU kernel per op and attention state on this machine (or a stored stack), with the table row and
-    its vllm-ascend source; the caption says how the release, chip and graph mode were found."""
+    """The NPU kernel per op and attention state on this machine (or a stored stack), with the table row,
+    its vllm-ascend source and vllm-ascend's own default kernel where it has one; the caption says how the
+    release, chip and graph mode were found."""
     stack = read_stack(stack_file) if stack_file else None
-    table = selection_table(stack)[["op", "state", "kernel", "recipe", "row", "source"]]
+    table = selection_table(stack)[["op", "state", "kernel", "recipe", "vllm_default", "row", "source"]]
     return table.style.set_caption(context_of(stack).describe()).hide(axis="index")
 
 

@@ -14,6 +14,7 @@ only builds the arguments of each recipe, as vllm-ascend builds them:
     PrefillCacheHit atb_flash_attention_qlens  _npu_flash_attention_qlens, 128 x 128 compressed causal mask
     ChunkedPrefill  atb_splitfuse              _npu_paged_attention_splitfuse, per-token causal rows
     (all paged)     fia_tnd_paged              npu_fused_infer_attention_score over the cache viewed [blocks, block, kv_heads*D]
+    (FIA, both)     ..._tokens                 the same with pre_tokens=INT_MAX, next_tokens=0 (v0.19.1rc1-v0.21.0rc1)
     DecodeOnly      atb_paged_attention        _npu_paged_attention
                     fia_tnd_paged_nomask       FIA without atten_mask / sparse_mode (A5, v0.12.0rc1)
 
@@ -94,8 +95,9 @@ def _fia_mask_on(device: str, dtype: torch.dtype) -> torch.Tensor:
 
 # --------------------------------------------------------------------------------------------- guards
 def _head_size(first: torch.Tensor, *_args: object) -> CallFacts:
-    """The rows of attention ops depend on the head size: the last dim of the op's first tensor."""
-    return CallFacts(head_size=int(first.shape[-1]))
+    """The rows of attention ops depend on the head size (the last dim of the op's first tensor) and, for
+    decode under FULL_DECODE_ONLY, on the batch size being in the engine's pa_shape_list (its first dim)."""
+    return CallFacts(head_size=int(first.shape[-1]), num_tokens=int(first.shape[0]))
 
 
 # --------------------------------------------------------------------------------------------- cache write
@@ -153,8 +155,15 @@ def _atb_flash_attention(npu, query, key, value, seq_lens, scale) -> torch.Tenso
     return out
 
 
-def _fia_tnd_dense(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
+def _window_args(tokens: bool) -> dict:
+    # attention_v1.py@v0.19.1rc1:916: pre_tokens = the sliding window or SWA_INT_MAX, next_tokens = 0 beside
+    # sparse_mode 3 (whose causal mask already bounds both); passed through **kwargs from v0.22.1rc1.
+    return {"pre_tokens": INT_MAX, "next_tokens": 0} if tokens else {}
+
+
+def _fia_tnd_dense(npu, query, key, value, seq_lens, scale, *, tokens: bool = False) -> torch.Tensor:
     ends = _cumulative(seq_lens)
+    window = _window_args(tokens)
     out, _ = npu.npu_fused_infer_attention_score(
         query=query,
         key=key,
@@ -169,8 +178,13 @@ def _fia_tnd_dense(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
         num_heads=query.shape[1],
         scale=scale,
         sparse_mode=3,
+        **window,
     )
     return out.view_as(query)
+
+
+def _fia_tnd_dense_tokens(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
+    return _fia_tnd_dense(npu, query, key, value, seq_lens, scale, tokens=True)
 
 
 def _fusion_attention_dense(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
@@ -198,6 +212,7 @@ prefill_attention_npu = npu_op(
     {
         "atb_flash_attention": _atb_flash_attention,
         "fia_tnd_dense": _fia_tnd_dense,
+        "fia_tnd_dense_tokens": _fia_tnd_dense_tokens,
         "fusion_attention_dense": _fusion_attention_dense,
     },
     facts=_head_size,
@@ -206,11 +221,12 @@ prefill_attention_npu = npu_op(
 
 # --------------------------------------------------------------------------------------------- paged states
 def _fia_tnd_paged(
-    npu, query, kv_cache, block_tables, query_lens, seq_lens, scale, *, masked: bool = True
+    npu, query, kv_cache, block_tables, query_lens, seq_lens, scale, *, masked: bool = True, tokens: bool = False
 ) -> torch.Tensor:
     # attention_v1.py@v0.13.0 _get_fia_params: K/V as the paged cache viewed [blocks, block_size, kv_heads * D].
     dims = KVCacheDims.of(kv_cache)
     mask_args = {"atten_mask": fia_causal_mask(query.device), "sparse_mode": 3} if masked else {}
+    mask_args.update(_window_args(tokens))
     out, _ = npu.npu_fused_infer_attention_score(
         query=query,
         key=kv_cache[0].view(dims.num_blocks, dims.block_size, -1),
@@ -226,6 +242,10 @@ def _fia_tnd_paged(
         **mask_args,
     )
     return out.view_as(query)
+
+
+def _fia_tnd_paged_tokens(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
+    return _fia_tnd_paged(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale, tokens=True)
 
 
 def _atb_flash_attention_qlens(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
@@ -273,11 +293,14 @@ prefill_cache_hit_attention_npu = npu_op(
         "atb_flash_attention_qlens": _atb_flash_attention_qlens,
         "atb_splitfuse": _atb_splitfuse,
         "fia_tnd_paged": _fia_tnd_paged,
+        "fia_tnd_paged_tokens": _fia_tnd_paged_tokens,
     },
     facts=_head_size,
 )
 chunked_prefill_attention_npu = npu_op(
-    "chunked_prefill_attention", {"atb_splitfuse": _atb_splitfuse, "fia_tnd_paged": _fia_tnd_paged}, facts=_head_size
+    "chunked_prefill_attention",
+    {"atb_splitfuse": _atb_splitfuse, "fia_tnd_paged": _fia_tnd_paged, "fia_tnd_paged_tokens": _fia_tnd_paged_tokens},
+    facts=_head_size,
 )
 
 
@@ -299,10 +322,16 @@ def _atb_paged_attention(npu, query, kv_cache, block_tables, context_lens, scale
     return out
 
 
-def _fia_decode(npu, query, kv_cache, block_tables, context_lens, scale, *, masked: bool = True) -> torch.Tensor:
+def _fia_decode(
+    npu, query, kv_cache, block_tables, context_lens, scale, *, masked: bool = True, tokens: bool = False
+) -> torch.Tensor:
     # Every sequence brings one query token, so the TND query ends are 1, 2, ..., num_seqs.
     ones = torch.ones(query.shape[0], dtype=torch.int32)
-    return _fia_tnd_paged(npu, query, kv_cache, block_tables, ones, context_lens, scale, masked=masked)
+    return _fia_tnd_paged(npu, query, kv_cache, block_tables, ones, context_lens, scale, masked=masked, tokens=tokens)
+
+
+def _fia_decode_tokens(npu, query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
+    return _fia_decode(npu, query, kv_cache, block_tables, context_lens, scale, tokens=True)
 
 
 def _fia_decode_nomask(npu, query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
@@ -315,6 +344,7 @@ paged_decode_attention_npu = npu_op(
     {
         "atb_paged_attention": _atb_paged_attention,
         "fia_tnd_paged": _fia_decode,
+        "fia_tnd_paged_tokens": _fia_decode_tokens,
         "fia_tnd_paged_nomask": _fia_decode_nomask,
     },
     facts=_head_size,

@@ -15,6 +15,22 @@
                              npu_quant_matmul(x_q, weight, weight_scale, pertoken_scale=token_scale, bias=bias,
                                               output_dtype=x.dtype)
 
+    w8a8_linear, more forms
+      quantize_reciprocal_float_bias  compressed-tensors checkpoints (w8a8.py@v0.12.0rc1 on): deq_scale
+                           (input_scale * weight_scale) and a float bias, in the model's dtype, instead of quant_bias
+      quant_matmul_prequantized       x arrives int8 (the norm before ran npu_add_rms_norm_quant): the
+                           quantize is skipped, npu_quant_matmul alone (`x.dtype != torch.int8` in apply)
+    w8a8_dynamic_linear, v0.22.1rc1 on
+      dynamic_quant_int8     npu_dynamic_quant(x, dst_type=torch.int8) (act_quant_type), then the same matmul
+    quant_weight_layout (process_weights_after_loading, once per layer)
+      nz_cast                npu_format_cast(weight, 29): FRACTAL_NZ (maybe_trans_nz / is_enable_nz per release)
+      nz_cast_transposed     310P (_310p/quantization/methods/w8a8_static.py@v0.15.0rc1):
+                             npu_format_cast(weight [N, K], 29).transpose(0, 1): an NZ [N, K] handed over as [K, N]
+    add_rms_norm_quant (the norm before a static W8A8 linear, layernorm.py@v0.11.0 / the fusion pass from v0.12.0rc1)
+      npu_add_rms_norm_quant       npu_add_rms_norm_quant(x, residual, weight, scale[K], offset[K], epsilon=eps)
+                                   -> (int8, _, x + residual); div_mode default True: y / scale + offset
+      add_rms_norm_then_quantize   unfused (an eager run): npu_add_rms_norm, then npu_quantize as the linear would
+
 `[K]` is the per-tensor parameter repeated to the input width, as `process_weights_after_loading` does.
 `weight` is [K, N] int8 (vllm-ascend transposes the checkpoint's [N, K] once after loading, and so do our
 layers; it also casts it to FRACTAL_NZ where NZ is enabled, a layout npu_quant_matmul takes as well as
@@ -27,9 +43,14 @@ from __future__ import annotations
 
 import torch
 
-from ascend_backend.npu.guard import npu_op
+from ascend_backend.npu.guard import HALF_DTYPES, npu_op
+from ascend_backend.npu.kernels import CallFacts, kernels_typical
 from ascend_backend.quantization import ops as _declared  # noqa: F401  (declares the ops adapted here)
-from ascend_backend.quantization.arithmetic import pack_deq_scale
+from ascend_backend.quantization.arithmetic import pack_deq_scale, unpack_deq_scale
+from ascend_backend.quantization.ops import output_dtype
+
+# torch_npu's format code of FRACTAL_NZ (ACL_FORMAT_FRACTAL_NZ in vllm_ascend/utils.py).
+ACL_FORMAT_FRACTAL_NZ = 29
 
 
 def _stored_deq_scale(x: torch.Tensor, deq_scale: torch.Tensor) -> torch.Tensor:
@@ -53,6 +74,28 @@ def _quantize_reciprocal(npu, x, weight, input_scale, input_offset, deq_scale, q
     return npu.npu_quant_matmul(x_q, weight, _stored_deq_scale(x, deq_scale), bias=quant_bias, output_dtype=x.dtype)
 
 
+def _quantize_reciprocal_float_bias(npu, x, weight, input_scale, input_offset, deq_scale, quant_bias):
+    # compressed-tensors form (w8a8_static.py@v0.18.0:159): deq_scale = input_scale * weight_scale in the model's
+    # dtype, and the layer's float bias (quant_bias * deq_scale is that bias for a checkpoint folded to ours).
+    k = weight.shape[0]
+    reciprocal = 1 / input_scale.repeat(k)
+    offset = input_offset.repeat(k).to(reciprocal.dtype)
+    x_q = npu.npu_quantize(x, reciprocal, offset, torch.qint8, -1, False)
+    scale = unpack_deq_scale(deq_scale) if deq_scale.dtype == torch.int64 else deq_scale.float()
+    bias = (quant_bias.float() * scale).to(x.dtype)  # w8a8_static.py@v0.18.0:130: the layer's bias, model dtype
+    return npu.npu_quant_matmul(x_q, weight, scale.to(x.dtype), bias=bias, output_dtype=x.dtype)
+
+
+def _quant_matmul_prequantized(npu, x, weight, input_scale, input_offset, deq_scale, quant_bias):
+    dtype = output_dtype(x, deq_scale)
+    stored = (
+        deq_scale
+        if not deq_scale.is_floating_point()
+        else (pack_deq_scale(deq_scale) if dtype == torch.float16 else deq_scale.float())
+    )
+    return npu.npu_quant_matmul(x, weight, stored, bias=quant_bias, output_dtype=dtype)
+
+
 def _dynamic_quant(npu, x, weight, weight_scale, bias):
     flat = x.reshape(-1, x.shape[-1])  # [T, K]
     x_q, token_scale = npu.npu_dynamic_quant(flat)
@@ -60,7 +103,68 @@ def _dynamic_quant(npu, x, weight, weight_scale, bias):
     return y.reshape(*x.shape[:-1], weight.shape[1])
 
 
+def _dynamic_quant_int8(npu, x, weight, weight_scale, bias):
+    flat = x.reshape(-1, x.shape[-1])  # [T, K]
+    x_q, token_scale = npu.npu_dynamic_quant(flat, dst_type=torch.int8)
+    y = npu.npu_quant_matmul(x_q, weight, weight_scale, pertoken_scale=token_scale, bias=bias, output_dtype=x.dtype)
+    return y.reshape(*x.shape[:-1], weight.shape[1])
+
+
+def _nz_cast(npu, weight, scheme):
+    return npu.npu_format_cast(weight, ACL_FORMAT_FRACTAL_NZ)
+
+
+def _nz_cast_transposed(npu, weight, scheme):
+    # 310P keeps the checkpoint's [N, K] in NZ and hands npu_quant_matmul its transpose.
+    return npu.npu_format_cast(weight.transpose(0, 1).contiguous(), ACL_FORMAT_FRACTAL_NZ).transpose(0, 1)
+
+
+def _npu_add_rms_norm_quant(npu, x, residual, weight, eps, input_scale, input_offset):
+    k = x.shape[-1]
+    scale = input_scale.repeat(k)  # [K] in the model dtype (aclnn_input_scale)
+    offset = input_offset.repeat(k).to(scale.dtype)  # [K] (aclnn_input_offset)
+    # beta: the norm's bias, which only anti-outlier (m4) checkpoints carry (layernorm.py@v0.11.0:53); none here.
+    x_q, _, summed = npu.npu_add_rms_norm_quant(x, residual, weight, scale, offset, beta=None, epsilon=eps)
+    return x_q, summed
+
+
+def _add_rms_norm_then_quantize(npu, x, residual, weight, eps, input_scale, input_offset):
+    y, _rstd, summed = npu.npu_add_rms_norm(x, residual, weight, eps)
+    k = x.shape[-1]
+    reciprocal = 1 / input_scale.repeat(k)
+    offset = input_offset.repeat(k).to(reciprocal.dtype)
+    return npu.npu_quantize(y, reciprocal, offset, torch.qint8, -1, False), summed
+
+
+def _linear_facts(x, *_args) -> CallFacts:
+    return kernels_typical(prequantized=x.dtype == torch.int8)
+
+
+def _layout_facts(weight, scheme="W8A8") -> CallFacts:
+    return kernels_typical(scheme=scheme)
+
+
 w8a8_linear_npu = npu_op(
-    "w8a8_linear", {"quantize_divide": _quantize_divide, "quantize_reciprocal": _quantize_reciprocal}
+    "w8a8_linear",
+    {
+        "quantize_divide": _quantize_divide,
+        "quantize_reciprocal": _quantize_reciprocal,
+        "quantize_reciprocal_float_bias": _quantize_reciprocal_float_bias,
+        "quant_matmul_prequantized": _quant_matmul_prequantized,
+    },
+    dtypes=(*HALF_DTYPES, torch.int8),
+    facts=_linear_facts,
 )
-w8a8_dynamic_linear_npu = npu_op("w8a8_dynamic_linear", {"dynamic_quant": _dynamic_quant})
+w8a8_dynamic_linear_npu = npu_op(
+    "w8a8_dynamic_linear", {"dynamic_quant": _dynamic_quant, "dynamic_quant_int8": _dynamic_quant_int8}
+)
+quant_weight_layout_npu = npu_op(
+    "quant_weight_layout",
+    {"nz_cast": _nz_cast, "nz_cast_transposed": _nz_cast_transposed},
+    dtypes=(torch.int8,),
+    facts=_layout_facts,
+)
+add_rms_norm_quant_npu = npu_op(
+    "add_rms_norm_quant",
+    {"npu_add_rms_norm_quant": _npu_add_rms_norm_quant, "add_rms_norm_then_quantize": _add_rms_norm_then_quantize},
+)

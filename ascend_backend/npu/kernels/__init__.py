@@ -3,6 +3,7 @@
     from ascend_backend.npu import kernels
     kernels.active_context().describe()     # release, chip, CANN, graph mode, and how each was found
     kernels.choose("paged_decode_attention") # KernelChoice(kernel, recipe, row, reason)
+    kernels.set_provider(get_vllm_config)    # inside vLLM: the engine's graph mode, pa_shape_list, architecture
 
 The NPU adapters (`ascend_backend.npu.adapters`, through the guard of `ascend_backend.npu.guard`) ask
 `choose` for every call and make the call of the chosen recipe; `ASCEND_BACKEND_KERNELS` overrides the
@@ -10,7 +11,8 @@ context or pins a recipe.
 """
 
 from ascend_backend.npu.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family
-from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, STATES, calls, kernel_of, label
+from ascend_backend.npu.kernels.engine import EngineFacts, engine_facts, facts_from_vllm_config, set_provider
+from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, REFUSED, STATES, calls, kernel_of, label
 from ascend_backend.npu.kernels.selection import (
     TYPICAL_CALL,
     CallFacts,
@@ -19,14 +21,21 @@ from ascend_backend.npu.kernels.selection import (
     choose,
     context_for_stack,
     explain,
+    kernels_typical,
     select,
 )
-from ascend_backend.npu.kernels.table import ChipFamily, GraphMode, KernelRow, kernel_table, releases
+from ascend_backend.npu.kernels.table import ChipFamily, GraphMode, KernelRow, chip_support, kernel_table, releases
 
 __all__ = [
     "NATIVE",
     "OVERRIDE_VAR",
     "RECIPES",
+    "REFUSED",
+    "EngineFacts",
+    "chip_support",
+    "engine_facts",
+    "facts_from_vllm_config",
+    "set_provider",
     "STATES",
     "TYPICAL_CALL",
     "CallFacts",
@@ -44,6 +53,7 @@ __all__ = [
     "explain",
     "kernel_of",
     "kernel_table",
+    "kernels_typical",
     "label",
     "releases",
     "select",

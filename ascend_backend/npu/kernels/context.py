@@ -39,7 +39,9 @@ _CHIP_PATTERNS = (
     (re.compile(r"^310p", re.I), ChipFamily.P310),
 )
 OVERRIDE_VAR = "ASCEND_BACKEND_KERNELS"
-OVERRIDE_KEYS = ("release", "chip", "cann", "graph", "pa_shape")
+OVERRIDE_KEYS = ("release", "chip", "cann", "graph", "pa_shape", "arch", "checkpoint")
+CHECKPOINTS = ("msmodelslim", "compressed-tensors")
+DEFAULT_GRAPH_BASIS = "no engine config read: eager (NONE) assumed; pass --graph-mode or run inside the vLLM engine"
 
 
 def chip_family(name: str | None) -> ChipFamily | None:
@@ -75,19 +77,37 @@ class SelectionContext:
     chip_basis: str
     cann: str | None
     graph_mode: GraphMode = GraphMode.NONE
-    pa_shape: bool = False  # the decode batch size is in vllm-ascend's additional_config pa_shape_list
+    pa_shape: bool = False  # every decode batch size counts as in vllm-ascend's additional_config pa_shape_list
     pins: tuple[tuple[str, str], ...] = ()  # op -> recipe pinned by ASCEND_BACKEND_KERNELS
+    graph_basis: str = DEFAULT_GRAPH_BASIS  # where the graph mode was found
+    pa_shape_list: tuple[int, ...] = ()  # the engine's pa_shape_list: decode batch sizes that take _npu_paged_attention
+    architecture: str | None = None  # the model's architecture (vLLM's architectures[0]), when known
+    checkpoint: str | None = None  # the quantized checkpoint's format (msmodelslim | compressed-tensors), when known
 
     @property
     def release_label(self) -> str:
+        if self.release is None and len(self.candidates) > 1:
+            return "ambiguous (" + " | ".join(f"v{v}" for v in self.candidates) + ")"
         return "unknown" if self.release is None else f"v{self.release}"
 
+    @property
+    def ambiguous(self) -> bool:
+        """torch_npu (and CANN) fit several matrix releases and none is installed or pinned."""
+        return self.release is None and len(self.candidates) > 1
+
     def describe(self) -> str:
-        """One line: 'vllm-ascend v0.13.0 (installed), chip A2 (Ascend910B4), graph NONE'."""
+        """One line: 'vllm-ascend v0.13.0 (installed); chip A2 (Ascend910B4); CANN ...; graph NONE (...)'."""
         pa = " + pa_shape_list" if self.pa_shape else ""
+        if self.pa_shape_list:
+            pa = f" + pa_shape_list {list(self.pa_shape_list)}"
+        extra = "".join(
+            f"; {name} {value}"
+            for name, value in (("model", self.architecture), ("checkpoint", self.checkpoint))
+            if value
+        )
         return (
             f"vllm-ascend {self.release_label} ({self.release_basis}); chip {self.chip.value} ({self.chip_basis}); "
-            f"CANN {self.cann or 'unknown'}; graph {self.graph_mode.value}{pa}"
+            f"CANN {self.cann or 'unknown'}; graph {self.graph_mode.value}{pa} ({self.graph_basis}){extra}"
         )
 
 
@@ -154,11 +174,21 @@ def _release_from_torch_npu(torch_npu: str, cann: str | None) -> tuple[Version |
     chosen = candidates[0]
     if len(candidates) == 1:
         return chosen, f"{basis} match matrix row v{chosen}", candidates
-    return chosen, f"{basis} match matrix rows {names}; the newest, v{chosen}, is used", candidates
+    # Never chosen silently: an op whose kernel differs between the candidates runs native with the list.
+    return (
+        None,
+        f"{basis} match matrix rows {names}: ambiguous; pin one with {OVERRIDE_VAR}=release=X.Y.Z "
+        "(or install vllm-ascend itself)",
+        candidates,
+    )
 
 
 def build_context(
-    facts: StackFacts, *, graph_mode: GraphMode = GraphMode.NONE, pa_shape: bool = False
+    facts: StackFacts,
+    *,
+    graph_mode: GraphMode = GraphMode.NONE,
+    pa_shape: bool = False,
+    graph_basis: str = DEFAULT_GRAPH_BASIS,
 ) -> SelectionContext:
     """The context for these facts (before any override)."""
     installed = _parse(facts.vllm_ascend)
@@ -179,7 +209,9 @@ def build_context(
         family = ChipFamily.A2
     else:
         chip_basis = facts.chip_name or family.value
-    return SelectionContext(release, basis, candidates, family, chip_basis, facts.cann, graph_mode, pa_shape)
+    return SelectionContext(
+        release, basis, candidates, family, chip_basis, facts.cann, graph_mode, pa_shape, graph_basis=graph_basis
+    )
 
 
 def apply_override(context: SelectionContext, items: tuple[tuple[str, str], ...]) -> SelectionContext:
@@ -207,8 +239,15 @@ def apply_override(context: SelectionContext, items: tuple[tuple[str, str], ...]
                 raise ValueError(
                     f"{OVERRIDE_VAR}: graph={value!r}; use one of {[m.value for m in GraphMode]}"
                 ) from None
+            changes["graph_basis"] = f"{OVERRIDE_VAR}: graph={value}"
         elif key == "pa_shape":
             changes["pa_shape"] = value.strip().lower() in {"1", "true", "yes", "on"}
+        elif key == "arch":
+            changes["architecture"] = value
+        elif key == "checkpoint":
+            if value not in CHECKPOINTS:
+                raise ValueError(f"{OVERRIDE_VAR}: checkpoint={value!r}; use one of {list(CHECKPOINTS)}")
+            changes["checkpoint"] = value
         elif key in RECIPES:
             kernel_of(key, value)  # raises naming the op's recipes when unknown
             pins[key] = value

@@ -11,6 +11,7 @@ in order, joined by " + " (`calls` splits them): the W8A8 linears quantize the a
       fia_tnd_dense         npu_fused_infer_attention_score over fresh K/V, block_table None, sparse_mode 3
       fia_tnd_paged         ... over the paged cache viewed [blocks, block_size, kv_heads*head_size]
       fia_tnd_paged_nomask  ... the same without atten_mask and sparse_mode (A5 decode in v0.12.0rc1)
+      ..._tokens            FIA with pre_tokens=INT_MAX, next_tokens=0 as well (v0.19.1rc1-v0.21.0rc1)
     rotary:
       atb_rope              _npu_rotary_embedding, in place on copies; one cos/sin cache per process
       apply_rotary_pos_emb  npu_apply_rotary_pos_emb with cos/sin gathered per token ([1, T, 1, D])
@@ -18,7 +19,19 @@ in order, joined by " + " (`calls` splits them): the W8A8 linears quantize the a
     W8A8 linears:
       quantize_divide       npu_quantize(x, scale, int8 offset, qint8, -1, div_mode=True) + npu_quant_matmul
       quantize_reciprocal   npu_quantize(x, 1 / scale, offset in the model dtype, qint8, -1, False) + npu_quant_matmul
+      quantize_reciprocal_float_bias  the same with a float32 deq_scale and a float bias (compressed-tensors)
+      quant_matmul_prequantized       npu_quant_matmul alone: x is already int8 (a fused norm-quant ran before)
       dynamic_quant         npu_dynamic_quant(x) + npu_quant_matmul(..., pertoken_scale=...)
+      dynamic_quant_int8    npu_dynamic_quant(x, dst_type=torch.int8) + npu_quant_matmul(...)
+    the quantized weight, once at load:
+      nz_cast               npu_format_cast(weight [K, N], 29): FRACTAL_NZ
+      nz_cast_transposed    310P: npu_format_cast(weight [N, K], 29), handed to the matmul transposed
+    the norm before a static W8A8 linear:
+      npu_add_rms_norm_quant        one kernel: (x + residual) normalised and quantized to int8
+      add_rms_norm_then_quantize    npu_add_rms_norm, then the linear's npu_quantize (no fusion)
+
+`REFUSED` lists the ops vllm-ascend runs that ascend_backend declines, with the reason (the table and
+the `kernels` verb show them; `select()` answers native with that reason).
 """
 
 from __future__ import annotations
@@ -35,21 +48,25 @@ RECIPES: dict[str, dict[str, str]] = {
     "prefill_attention": {
         "atb_flash_attention": "_npu_flash_attention",
         "fia_tnd_dense": "npu_fused_infer_attention_score",
+        "fia_tnd_dense_tokens": "npu_fused_infer_attention_score",
         "fusion_attention_dense": "npu_fusion_attention",
     },
     "prefill_cache_hit_attention": {
         "atb_flash_attention_qlens": "_npu_flash_attention_qlens",
         "atb_splitfuse": "_npu_paged_attention_splitfuse",
         "fia_tnd_paged": "npu_fused_infer_attention_score",
+        "fia_tnd_paged_tokens": "npu_fused_infer_attention_score",
     },
     "paged_decode_attention": {
         "atb_paged_attention": "_npu_paged_attention",
         "fia_tnd_paged": "npu_fused_infer_attention_score",
+        "fia_tnd_paged_tokens": "npu_fused_infer_attention_score",
         "fia_tnd_paged_nomask": "npu_fused_infer_attention_score",
     },
     "chunked_prefill_attention": {
         "atb_splitfuse": "_npu_paged_attention_splitfuse",
         "fia_tnd_paged": "npu_fused_infer_attention_score",
+        "fia_tnd_paged_tokens": "npu_fused_infer_attention_score",
     },
     "rotary_embedding": {
         "atb_rope": "_npu_rotary_embedding",
@@ -64,15 +81,40 @@ RECIPES: dict[str, dict[str, str]] = {
         "npu_add_rms_norm_plus_one": "npu_add_rms_norm",
         "add_then_npu_rms_norm_plus_one": "npu_rms_norm",
     },
-    "silu_and_mul": {"npu_swiglu": "npu_swiglu"},
+    "silu_and_mul": {"npu_swiglu": "npu_swiglu", "npu_swiglu_fp32": "npu_swiglu"},
     "quick_gelu": {"npu_fast_gelu": "npu_fast_gelu"},
     "gelu": {},
     "gelu_tanh": {},
     "w8a8_linear": {
         "quantize_divide": "npu_quantize + npu_quant_matmul",
         "quantize_reciprocal": "npu_quantize + npu_quant_matmul",
+        "quantize_reciprocal_float_bias": "npu_quantize + npu_quant_matmul",
+        "quant_matmul_prequantized": "npu_quant_matmul",
     },
-    "w8a8_dynamic_linear": {"dynamic_quant": "npu_dynamic_quant + npu_quant_matmul"},
+    "w8a8_dynamic_linear": {
+        "dynamic_quant": "npu_dynamic_quant + npu_quant_matmul",
+        "dynamic_quant_int8": "npu_dynamic_quant + npu_quant_matmul",
+    },
+    "quant_weight_layout": {"nz_cast": "npu_format_cast", "nz_cast_transposed": "npu_format_cast"},
+    "add_rms_norm_quant": {
+        "npu_add_rms_norm_quant": "npu_add_rms_norm_quant",
+        "add_rms_norm_then_quantize": "npu_add_rms_norm + npu_quantize",
+    },
+}
+
+# Ops vllm-ascend runs that ascend_backend declines, and why (no recipe, no native op: a clear answer instead).
+REFUSED: dict[str, str] = {
+    "w8a16_linear": (
+        "ascend_backend quantizes W8A8 only (static and per-token dynamic, ascend_backend.quantization.scheme); "
+        "a W8A16 checkpoint's linears (vllm-ascend: npu_weight_quant_batchmatmul, quantization/w8a16.py from "
+        "v0.13.0rc1, quantization/methods/w8a16.py from v0.14.0rc1) have no op here: serve them with vllm-ascend"
+    ),
+    "w4a8_linear": (
+        "ascend_backend quantizes W8A8 only (static and per-token dynamic, ascend_backend.quantization.scheme); "
+        "a W4A8_DYNAMIC checkpoint's linears (vllm-ascend: npu_dynamic_quant + npu_weight_quant_batchmatmul "
+        "with int4-packed weights, quantization/w4a8_dynamic.py from v0.9.1rc2, quantization/methods/w4a8.py "
+        "from v0.14.0rc1) have no op here: serve them with vllm-ascend"
+    ),
 }
 
 # Which attention state an op serves, for tables and diffs ("decode moved from ... to ...").

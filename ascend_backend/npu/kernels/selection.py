@@ -14,10 +14,11 @@ op-plugin only raises that on the first `_npu_*` call.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Any
 
@@ -31,8 +32,23 @@ from ascend_backend.npu.kernels.context import (
     build_context,
     facts_from_stack,
 )
-from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, calls, kernel_of
-from ascend_backend.npu.kernels.table import GraphMode, KernelRow, rows_for
+from ascend_backend.npu.kernels.engine import EngineFacts, engine_facts
+from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, REFUSED, calls, kernel_of
+from ascend_backend.npu.kernels.table import GraphMode, KernelRow, chip_support, rows_for, torchair
+
+# Graph modes in which vllm-ascend runs the model outside the per-op path the table describes.
+WHOLE_MODEL_MODES = {
+    GraphMode.TORCHAIR: (
+        "vllm-ascend's torchair graph mode compiles the whole model into one GE graph (additional_config "
+        "torchair_graph_config.enabled; vllm_ascend/torchair/, {span}) with its own attention, rotary and "
+        "norm implementations; ascend_backend does not reproduce those kernels. Compare against the eager or "
+        "ACL-graph modes (cudagraph_mode) instead"
+    ),
+    GraphMode.XLITE: (
+        "vllm-ascend's xlite graph mode runs the whole model in the xlite runtime (additional_config "
+        "xlite_graph_config.enabled; vllm_ascend/xlite/ from v0.12.0rc1); ascend_backend does not reproduce it"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -43,10 +59,29 @@ class CallFacts:
     rotary_dim: int | None = None
     neox: bool | None = None
     mrope_section: tuple[int, ...] | None = None
+    sliding_window: bool | None = None  # the attention layer has a sliding window
+    last_dim: int | None = None  # the input's last dimension (alignment conditions)
+    num_tokens: int | None = None  # the batch's tokens (decode: the batch size pa_shape_list is matched against)
+    prequantized: bool | None = None  # a quantized linear's activation arrives int8 (a fused norm-quant ran)
+    scheme: str | None = None  # the quantization scheme of a weight (W8A8 | W8A8_DYNAMIC)
 
 
 # What describe() and the tables assume when no call is at hand: a Llama/Qwen-style layer.
-TYPICAL_CALL = CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24))
+TYPICAL_CALL = CallFacts(
+    head_size=128,
+    rotary_dim=128,
+    neox=True,
+    mrope_section=(16, 24, 24),
+    sliding_window=False,
+    last_dim=37888,
+    prequantized=False,
+    scheme="W8A8",
+)
+
+
+def kernels_typical(**facts: Any) -> CallFacts:
+    """TYPICAL_CALL with the given facts replaced (an adapter's facts function names only what it knows)."""
+    return replace(TYPICAL_CALL, **facts)
 
 
 @dataclass(frozen=True)
@@ -70,7 +105,23 @@ class KernelChoice:
 
 def _condition_holds(key: str, value: object, context: SelectionContext, call: CallFacts) -> bool:
     if key == "pa_shape":
-        return context.pa_shape == value
+        in_list = context.pa_shape or (call.num_tokens is not None and call.num_tokens in context.pa_shape_list)
+        return in_list == value
+    if key == "sliding_window":
+        return bool(call.sliding_window) == value
+    if key == "prequantized":
+        return bool(call.prequantized) == value
+    if key == "last_dim_multiple":
+        return call.last_dim is not None and call.last_dim % int(value) == 0  # type: ignore[call-overload]
+    if key == "architecture":
+        return context.architecture is not None and any(
+            fnmatch.fnmatchcase(context.architecture, pattern)
+            for pattern in value  # type: ignore[attr-defined]
+        )
+    if key == "checkpoint":
+        return (context.checkpoint or "msmodelslim") == value
+    if key == "scheme":
+        return call.scheme is not None and call.scheme in value  # type: ignore[operator]
     if key == "cann_prefix":
         return bool(context.cann) and str(context.cann).startswith(str(value))
     if key == "neox":
@@ -101,14 +152,35 @@ def _row_reason(row: KernelRow) -> str:
 
 
 def select(op: str, context: SelectionContext, call: CallFacts = TYPICAL_CALL) -> KernelChoice:
-    """The choice for `op` under `context`: a pin, else the first matching row, else native."""
+    """The choice for `op` under `context`: a pin, else the first matching row, else native with the reason.
+
+    Native without a row when: the op is one ascend_backend refuses (REFUSED); the release is unknown, or
+    ambiguous and the candidates' kernels differ; vllm-ascend does not know the chip at that release; the
+    graph mode runs the whole model elsewhere (torchair, xlite).
+    """
+    if op in REFUSED:
+        return KernelChoice(op, NATIVE, NATIVE, None, f"refused: {REFUSED[op]}")
     if op not in RECIPES:
         raise ValueError(f"no kernel-selection rows for op {op!r}; ops: {', '.join(sorted(RECIPES))}")
     pinned = dict(context.pins).get(op)
     if pinned is not None:
         return KernelChoice(op, kernel_of(op, pinned), pinned, None, f"pinned by {OVERRIDE_VAR}={op}={pinned}")
+    if context.ambiguous:
+        return _select_ambiguous(op, context, call)
     if context.release is None:
         return KernelChoice(op, NATIVE, NATIVE, None, f"no vllm-ascend release known: {context.release_basis}")
+    support = chip_support().get(context.chip)
+    if support is not None and not support.covers(context.release):
+        return KernelChoice(
+            op,
+            NATIVE,
+            NATIVE,
+            None,
+            f"vllm-ascend {context.release_label} does not know {context.chip.value} ({support.citation}); "
+            f"pin another chip with {OVERRIDE_VAR}=chip=A2 to see that chip's kernels",
+        )
+    if context.graph_mode in WHOLE_MODEL_MODES:
+        return KernelChoice(op, NATIVE, NATIVE, None, _whole_model_refusal(context))
     for row in rows_for(op):
         if row_matches(row, context, call):
             return KernelChoice(op, row.kernel, row.recipe, row, _row_reason(row))
@@ -118,6 +190,35 @@ def select(op: str, context: SelectionContext, call: CallFacts = TYPICAL_CALL) -
         NATIVE,
         None,
         f"no table row for {op} on vllm-ascend {context.release_label}, chip {context.chip.value}",
+    )
+
+
+def _whole_model_refusal(context: SelectionContext) -> str:
+    mode = context.graph_mode
+    span = torchair()
+    if mode is GraphMode.TORCHAIR and context.release is not None and not span.covers(context.release):
+        return f"vllm-ascend {context.release_label} has no torchair graph mode ({span.citation})"
+    text = WHOLE_MODEL_MODES[mode].format(span=span.citation)
+    return f"graph mode {mode.value}: {text}"
+
+
+def _select_ambiguous(op: str, context: SelectionContext, call: CallFacts) -> KernelChoice:
+    """One candidate release's choice when all candidates agree on it; otherwise native, naming each."""
+    choices = [
+        (version, select(op, replace(context, release=version, candidates=()), call)) for version in context.candidates
+    ]
+    first = choices[0][1]
+    if all((c.kernel, c.recipe) == (first.kernel, first.recipe) for _, c in choices):
+        row = first.row
+        reason = f"{first.reason} (the same for every candidate release: {context.release_label})"
+        return KernelChoice(op, first.kernel, first.recipe, row, reason)
+    listed = "; ".join(f"v{v}: {c.kernel} ({c.recipe})" for v, c in choices)
+    return KernelChoice(
+        op,
+        NATIVE,
+        NATIVE,
+        None,
+        f"ambiguous release, the candidates differ for {op}: {listed}. {context.release_basis}",
     )
 
 
@@ -140,15 +241,26 @@ def facts_from_machine() -> StackFacts:
     )
 
 
-@functools.lru_cache(maxsize=4)
-def _context_for(override: str) -> SelectionContext:
-    # Keyed by the override's raw text: the machine cannot change while we run, the variable can.
-    return apply_override(build_context(facts_from_machine()), envs.ASCEND_BACKEND_KERNELS)
+@functools.lru_cache(maxsize=8)
+def _context_for(override: str, engine: EngineFacts | None = None) -> SelectionContext:
+    # Keyed by the override's raw text and the engine's facts: the machine cannot change while we run,
+    # the variable and (inside vLLM) the engine config can.
+    context = build_context(facts_from_machine())
+    if engine is not None:
+        context = replace(
+            context,
+            graph_mode=engine.graph_mode,
+            graph_basis=engine.graph_basis,
+            pa_shape_list=engine.pa_shape_list,
+            architecture=engine.architecture,
+        )
+    return apply_override(context, envs.ASCEND_BACKEND_KERNELS)
 
 
 def active_context() -> SelectionContext:
-    """This process's context (machine facts + ASCEND_BACKEND_KERNELS), cached per override value."""
-    return _context_for(os.environ.get(OVERRIDE_VAR, ""))
+    """This process's context: machine facts, the vLLM engine's config when running inside one, then
+    ASCEND_BACKEND_KERNELS (which wins); cached per override value and engine facts."""
+    return _context_for(os.environ.get(OVERRIDE_VAR, ""), engine_facts())
 
 
 def context_for_stack(
@@ -175,21 +287,23 @@ def _without_atb(choice: KernelChoice) -> KernelChoice:
 
 
 @functools.lru_cache(maxsize=1024)
-def _select_here(op: str, call: CallFacts, override: str) -> KernelChoice:
-    # Cached per (op, call facts, override text): an adapter asks on every call, in a serving hot loop.
-    return select(op, _context_for(override), call)
+def _select_here(op: str, call: CallFacts, override: str, engine: EngineFacts | None) -> KernelChoice:
+    # Cached per (op, call facts, override text, engine facts): an adapter asks on every call, in a hot loop.
+    return select(op, _context_for(override, engine), call)
 
 
 def choose(op: str, call: CallFacts = TYPICAL_CALL) -> KernelChoice:
     """The choice for this process, with ATB kernels sent to native when NNAL/ATB is unusable."""
-    return _without_atb(_select_here(op, call, os.environ.get(OVERRIDE_VAR, "")))
+    return _without_atb(_select_here(op, call, os.environ.get(OVERRIDE_VAR, ""), engine_facts()))
 
 
 def explain(op: str) -> tuple[str, str]:
     """(kernel, 'row id: citation') an NPU runs for `op` on this stack, for the registry's describe().
 
     The table's choice even where this machine has no NPU (so a CPU machine shows what an NPU would
-    run); native with the ATB reason only where torch_npu works but ATB does not.
+    run); native with the ATB reason only where torch_npu works but ATB does not. Where vllm-ascend's
+    default is its own compiled or Triton kernel, the text says so: ascend_backend calls the torch_npu
+    kernel named, vllm-ascend the one after "vllm-ascend's default".
     """
     choice = select(op, active_context())
     if device.npu_status().available:
@@ -197,4 +311,8 @@ def explain(op: str) -> tuple[str, str]:
     where = f"{choice.row.id}: {choice.row.citation}" if choice.row is not None else choice.reason
     if choice.native and choice.row is not None and choice.row.recipe != NATIVE:
         where = f"{choice.reason} [{where}]"
+    if choice.row is not None and choice.row.vllm_default:
+        where = f"{where}; vllm-ascend's default: {choice.row.vllm_default}"
+    if choice.row is not None and choice.row.differs:
+        where = f"{where}; differs: {choice.row.differs}"
     return choice.kernel, where

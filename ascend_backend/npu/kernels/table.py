@@ -26,7 +26,23 @@ from ascend_backend.npu.kernels.recipes import RECIPES, kernel_of
 
 TABLE_FILE = "kernel_table.json"
 RELEASES_FILE = "vllm_ascend_releases.json"
-WHEN_KEYS = frozenset({"head_size", "rotary_dim", "neox", "partial_rotary", "pa_shape", "mrope_section", "cann_prefix"})
+WHEN_KEYS = frozenset(
+    {
+        "head_size",
+        "rotary_dim",
+        "neox",
+        "partial_rotary",
+        "pa_shape",
+        "mrope_section",
+        "cann_prefix",
+        "sliding_window",  # bool: the attention layer has a sliding window (Mistral, Gemma 2/3, Qwen2 with use_sliding_window)
+        "last_dim_multiple",  # int: the input's last dimension is a multiple of it (310P npu_swiglu needs 32)
+        "architecture",  # list: the model's architecture is one of these (vLLM's architectures[0])
+        "checkpoint",  # str: the quantized checkpoint's format, "msmodelslim" or "compressed-tensors"
+        "prequantized",  # bool: a quantized linear's activation arrives already int8 (fused norm-quant before it)
+        "scheme",  # list: the quantization scheme of a weight ("W8A8", "W8A8_DYNAMIC")
+    }
+)
 
 
 class ChipFamily(str, enum.Enum):
@@ -39,13 +55,20 @@ class ChipFamily(str, enum.Enum):
 
 
 class GraphMode(str, enum.Enum):
-    """vLLM's CUDAGraphMode names, as vllm-ascend reads them for ACL graphs."""
+    """vLLM's CUDAGraphMode names, as vllm-ascend reads them for ACL graphs, and torchair's graph mode.
+
+    TORCHAIR is vllm-ascend's other graph mode (additional_config torchair_graph_config.enabled, v0.9.0rc1
+    to v0.11.0) and XLITE its xlite runtime (xlite_graph_config.enabled, v0.12.0rc1 on): the model runs as a
+    whole elsewhere; the table refuses both (`selection.WHOLE_MODEL_MODES`).
+    """
 
     NONE = "NONE"
     PIECEWISE = "PIECEWISE"
     FULL = "FULL"
     FULL_DECODE_ONLY = "FULL_DECODE_ONLY"
     FULL_AND_PIECEWISE = "FULL_AND_PIECEWISE"
+    TORCHAIR = "TORCHAIR"
+    XLITE = "XLITE"
 
 
 @dataclass(frozen=True)
@@ -65,14 +88,23 @@ class KernelRow:
     tag: str
     where: str
     note: str = ""
+    line: int | None = None  # the line of `source` at `tag` where the call is made
+    vllm_default: str = ""  # vllm-ascend's own compiled (_C_ascend) or Triton kernel, where that is its default
+    differs: str = ""  # why ascend_backend deliberately runs something else than vllm-ascend here (the audit lists it)
 
     def covers(self, release: Version) -> bool:
         return any(first <= release and (last is None or release <= last) for first, last in self.releases)
 
     @property
     def citation(self) -> str:
-        """'vllm_ascend/attention/attention_v1.py@v0.11.0 (_forward_decode_only)'."""
-        return f"{self.source}@{self.tag} ({self.where})"
+        """'vllm_ascend/attention/attention_v1.py@v0.11.0:489 (_forward_decode_only)'."""
+        line = f":{self.line}" if self.line else ""
+        return f"{self.source}@{self.tag}{line} ({self.where})"
+
+    @property
+    def reference(self) -> str:
+        """'v0.11.0:vllm_ascend/attention/attention_v1.py:489', the TAG:path:line form."""
+        return f"{self.tag}:{self.source}" + (f":{self.line}" if self.line else "")
 
     @property
     def release_span(self) -> str:
@@ -82,6 +114,56 @@ class KernelRow:
             for first, last in self.releases
         ]
         return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Torchair:
+    """Which releases have vllm-ascend's torchair graph mode, and where that was read."""
+
+    releases: tuple[tuple[Version, Version | None], ...]
+    citation: str
+
+    def covers(self, release: Version) -> bool:
+        return any(first <= release and (last is None or release <= last) for first, last in self.releases)
+
+
+@dataclass(frozen=True)
+class ChipSupport:
+    """The releases in which vllm-ascend knows a chip family (a device type in its source, or its FAQ's list)."""
+
+    chip: ChipFamily
+    releases: tuple[tuple[Version, Version | None], ...]
+    citation: str
+
+    def covers(self, release: Version) -> bool:
+        return any(first <= release and (last is None or release <= last) for first, last in self.releases)
+
+
+@functools.cache
+def chip_support() -> dict[ChipFamily, ChipSupport]:
+    """Per chip family, where vllm-ascend knows it (`chips` in the table file)."""
+    out = {}
+    for name, raw in _read(TABLE_FILE)["chips"].items():
+        chip = ChipFamily(name)
+        spans = tuple(
+            (
+                _version(a, f"{TABLE_FILE} chips.{name}"),
+                None if b is None else _version(b, f"{TABLE_FILE} chips.{name}"),
+            )
+            for a, b in raw["releases"]
+        )
+        out[chip] = ChipSupport(chip, spans, raw["citation"])
+    return out
+
+
+@functools.cache
+def torchair() -> Torchair:
+    raw = _read(TABLE_FILE)["torchair"]
+    spans = tuple(
+        (_version(a, f"{TABLE_FILE} torchair"), None if b is None else _version(b, f"{TABLE_FILE} torchair"))
+        for a, b in raw["releases"]
+    )
+    return Torchair(spans, raw["citation"])
 
 
 @dataclass(frozen=True)
@@ -137,6 +219,9 @@ def _row(raw: dict[str, Any]) -> KernelRow:
         tag=raw["tag"],
         where=raw["where"],
         note=raw.get("note", ""),
+        line=raw.get("line"),
+        vllm_default=raw.get("vllm_default", ""),
+        differs=raw.get("differs", ""),
     )
 
 

@@ -16,6 +16,7 @@ from tests.conftest import REPO_ROOT
 # Every built-in op, and those with an NPU adapter (gelu, gelu_tanh and linear run aten on an NPU too).
 NPU_OPS = {
     "add_rms_norm",
+    "add_rms_norm_quant",
     "chunked_prefill_attention",
     "gemma_add_rms_norm",
     "gemma_rms_norm",
@@ -23,6 +24,7 @@ NPU_OPS = {
     "paged_decode_attention",
     "prefill_attention",
     "prefill_cache_hit_attention",
+    "quant_weight_layout",
     "quick_gelu",
     "reshape_and_cache",
     "rms_norm",

@@ -25,11 +25,24 @@ NEWEST_BRANCH = "master"  # op-plugin for releases newer than the last tag read 
 CHIP_ORDER = (ChipFamily.A2, ChipFamily.A3, ChipFamily.A5, ChipFamily.P310)
 
 # Call variants tried in order until the row is the first match (a Llama/Qwen layer first).
+_BASE = CallFacts(
+    head_size=128,
+    rotary_dim=128,
+    neox=True,
+    mrope_section=(16, 24, 24),
+    sliding_window=False,
+    last_dim=512,
+    num_tokens=3,
+    prequantized=False,
+    scheme="W8A8",
+)
 VARIANTS = (
-    CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24)),
-    CallFacts(head_size=64, rotary_dim=64, neox=True, mrope_section=(8, 12, 12)),
-    CallFacts(head_size=128, rotary_dim=64, neox=True, mrope_section=(16, 24, 24)),
-    CallFacts(head_size=128, rotary_dim=128, neox=False, mrope_section=(16, 24, 24)),
+    _BASE,
+    replace(_BASE, head_size=64, rotary_dim=64, mrope_section=(8, 12, 12)),
+    replace(_BASE, rotary_dim=64),
+    replace(_BASE, neox=False),
+    replace(_BASE, last_dim=500),
+    replace(_BASE, scheme="W8A8_DYNAMIC"),
 )
 
 
@@ -58,6 +71,10 @@ class Case:
         ]
         if c.cann:
             parts.append(f"cann={c.cann}")
+        if c.architecture:
+            parts.append(f"arch={c.architecture}")
+        if c.checkpoint:
+            parts.append(f"checkpoint={c.checkpoint}")
         return ",".join(parts)
 
 
@@ -67,9 +84,14 @@ def _context(row: KernelRow, release: Version, cann: str | None) -> SelectionCon
     when = dict(row.when)
     if "cann_prefix" in when:
         cann = f"{when['cann_prefix']}.RC1"
-    return SelectionContext(
+    context = SelectionContext(
         release, "contract case", (), chip, chip.value, cann, graph, bool(when.get("pa_shape", False))
     )
+    if "architecture" in when:
+        context = replace(context, architecture=when["architecture"][0].replace("*", "X"))
+    if "checkpoint" in when:
+        context = replace(context, checkpoint=when["checkpoint"])
+    return context
 
 
 def _with_when(call: CallFacts, row: KernelRow) -> CallFacts:
@@ -86,6 +108,14 @@ def _with_when(call: CallFacts, row: KernelRow) -> CallFacts:
         changes["rotary_dim"] = (changes.get("head_size") or call.head_size) // 2
     if "mrope_section" in when:
         changes["mrope_section"] = tuple(when["mrope_section"][0])
+    if "sliding_window" in when:
+        changes["sliding_window"] = when["sliding_window"]
+    if "last_dim_multiple" in when:
+        changes["last_dim"] = 64 * int(when["last_dim_multiple"])
+    if "prequantized" in when:
+        changes["prequantized"] = when["prequantized"]
+    if "scheme" in when:
+        changes["scheme"] = when["scheme"][0]
     return replace(call, **changes)
 
 
@@ -119,21 +149,27 @@ def _releases_of(row: KernelRow) -> list[tuple[Version, str, str | None]]:
 
 
 def cases() -> list[Case]:
-    """One case per (row, op-plugin branch its releases use): every schema a row's call must fit."""
+    """One case per (row, op-plugin branch its releases use): every schema a row's call must fit.
+
+    Within a branch the first release where the row is the first match serves; a row that is the first
+    match nowhere is a table bug (a row above shadows it everywhere).
+    """
     found = []
     for row in kernels.kernel_table():
-        seen: set[str] = set()
+        by_branch: dict[str, list[tuple[Version, str, str | None]]] = {}
         for release, torch_npu, cann in _releases_of(row):
             branch = NEWEST_BRANCH if torch_npu == "main" else branch_for(torch_npu)
-            if branch in seen:
-                continue
-            seen.add(branch)
-            reached = reach(row, release, cann)
-            if reached is None:
-                raise AssertionError(
-                    f"table row {row.id} is never the first match at v{release}: a row above shadows it"
-                )
-            found.append(Case(row, release, torch_npu, branch, *reached))
+            by_branch.setdefault(branch, []).append((release, torch_npu, cann))
+        reached_any = False
+        for branch, candidates in by_branch.items():
+            for release, torch_npu, cann in candidates:
+                reached = reach(row, release, cann)
+                if reached is not None:
+                    found.append(Case(row, release, torch_npu, branch, *reached))
+                    reached_any = True
+                    break
+        if not reached_any:
+            raise AssertionError(f"table row {row.id} is never the first match: a row above shadows it")
     return found
 
 
@@ -221,7 +257,7 @@ def inputs(op: str, call: CallFacts, dtype: torch.dtype) -> tuple[Any, ...]:
     if op in ("add_rms_norm", "gemma_add_rms_norm"):
         return _act(4, 256, dtype=dtype), _act(4, 256, dtype=dtype), _act(256, dtype=dtype), 1e-6
     if op == "silu_and_mul":
-        return (_act(4, 512, dtype=dtype),)
+        return (_act(4, call.last_dim or 512, dtype=dtype),)
     if op in ("quick_gelu", "gelu", "gelu_tanh"):
         return (_act(4, 256, dtype=dtype),)
     if op in ("w8a8_linear", "w8a8_dynamic_linear"):
@@ -233,7 +269,25 @@ def inputs(op: str, call: CallFacts, dtype: torch.dtype) -> tuple[Any, ...]:
             return _act(tokens, k, dtype=dtype), weight, _act(n, dtype=torch.float32), _act(n, dtype=dtype)
         offset = torch.empty(1, dtype=torch.int8, device=DEVICE)
         deq_scale, quant_bias = _act(n, dtype=torch.float32), torch.empty(n, dtype=torch.int32, device=DEVICE)
-        return _act(tokens, k, dtype=dtype), weight, _act(1, dtype=dtype), offset, deq_scale, quant_bias
+        x = _act(tokens, k, dtype=dtype)
+        if call.prequantized:
+            # The fused norm handed over int8 activations; deq_scale's form says the output dtype.
+            x = torch.empty(tokens, k, dtype=torch.int8, device=DEVICE)
+            if dtype == torch.float16:
+                deq_scale = torch.empty(n, dtype=torch.int64, device=DEVICE)
+        return x, weight, _act(1, dtype=dtype), offset, deq_scale, quant_bias
+    if op == "quant_weight_layout":
+        return torch.empty(256, 128, dtype=torch.int8, device=DEVICE), call.scheme or "W8A8"
+    if op == "add_rms_norm_quant":
+        offset = torch.empty(1, dtype=torch.int8, device=DEVICE)
+        return (
+            _act(4, 256, dtype=dtype),
+            _act(4, 256, dtype=dtype),
+            _act(256, dtype=dtype),
+            1e-6,
+            _act(1, dtype=dtype),
+            offset,
+        )
     raise KeyError(f"no contract inputs for op {op!r}")
 
 

@@ -12,6 +12,9 @@ Two sources per branch:
 - ATB functions (`torch_npu._npu_*`): the `m.def("...")` strings in `op_plugin/ops/atb/*.cpp`, which is
   where op-plugin declares them to torch.library (they are not in the yaml).
 
+torch_npu's own `npu_format_cast` (the FRACTAL_NZ weight cast) is not op-plugin's: its schema is written
+here from Ascend/pytorch (`CORE_FUNCTIONS`), the same for every branch.
+
 The output is test data: the contract tests parse these strings; nothing here is imported by the backend.
 """
 
@@ -39,7 +42,18 @@ ACLNN_FUNCTIONS = (
     "npu_quantize",
     "npu_dynamic_quant",
     "npu_quant_matmul",
+    "npu_add_rms_norm_quant",
+    "npu_weight_quant_batchmatmul",
 )
+# torch_npu's own functions (not op-plugin's): declared in Ascend/pytorch, the same on every branch.
+CORE_FUNCTIONS = {
+    "npu_format_cast": {
+        "schema": "npu_format_cast(Tensor self, int acl_format) -> Tensor",
+        "op_api": "core",
+        "origin": "Ascend/pytorch torch_npu/csrc/core/npu/NPUFormat.h: npu_format_cast(const at::Tensor &tensor, "
+        "int64_t acl_format)",
+    },
+}
 ATB_FUNCTIONS = (
     "_npu_reshape_and_cache",
     "_npu_paged_attention",
@@ -99,7 +113,7 @@ def main() -> None:
     for branch in args.branches:
         commit = git(args.op_plugin, "rev-parse", f"{branch}^{{commit}}").strip()
         aclnn, all_version = aclnn_schemas(args.op_plugin, branch)
-        functions = {**aclnn, **atb_schemas(args.op_plugin, branch)}
+        functions = {**aclnn, **atb_schemas(args.op_plugin, branch), **CORE_FUNCTIONS}
         branches[branch] = {"commit": commit, "all_version": all_version, "functions": dict(sorted(functions.items()))}
     out = {**existing, "source": "https://github.com/Ascend/op-plugin", "branches": branches}
     args.out.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")

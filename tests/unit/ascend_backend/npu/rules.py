@@ -13,7 +13,10 @@ quantization/methods/): int8 (qint8) activations quantized along the last axis w
 and offset repeated to K (process_weights_after_loading), the offset int8 with div_mode=True
 (w8a8.py@v0.8.5rc1) and in the scale's dtype with div_mode=False (w8a8.py@v0.9.0rc1 on); an int8 [K, N]
 weight (transposed once after loading); a deq_scale stored int64 for float16 output and float32 for
-bfloat16 (get_perchannel_param), an int32 quant_bias; per-token float32 scales from npu_dynamic_quant.
+bfloat16 (get_perchannel_param), an int32 quant_bias; per-token float32 scales from npu_dynamic_quant;
+compressed-tensors checkpoints pass deq_scale and a float bias in the model's dtype (w8a8_static.py@v0.18.0);
+the fused norm-quant gets the scale and offset repeated to K in the model's dtype (layernorm.py@v0.11.0:53);
+the weight cast is int8 to FRACTAL_NZ, format 29 (ACL_FORMAT_FRACTAL_NZ, vllm_ascend/utils.py).
 
 `problems(call, device)` returns every broken rule as text; an empty list means the call is in contract.
 Values computed by the stand-in are never looked at: only the arguments our adapters built.
@@ -48,7 +51,10 @@ ACTIVATIONS = {
     "npu_fast_gelu": ("self",),
     "npu_quantize": ("self", "scales"),
     "npu_dynamic_quant": ("input",),
+    "npu_add_rms_norm_quant": ("x1", "x2", "gamma", "scales1"),
 }
+# Functions vllm-ascend also hands float32: 310P's SwiGLU runs in float32 (activation.py@v0.13.0:40).
+FLOAT32_TOO = frozenset({"npu_swiglu"})
 HOST_INT32 = {
     "_npu_flash_attention": ("seq_len",),
     "_npu_flash_attention_qlens": ("seq_len", "context_lens"),
@@ -73,8 +79,9 @@ def _common(call: Call, device: torch.device) -> list[str]:
     out = []
     acts = _tensors(call, ACTIVATIONS.get(call.function, ()))
     dtypes = {t.dtype for t in acts.values()}
+    allowed = (*ACTIVATION_DTYPES, torch.float32) if call.function in FLOAT32_TOO else ACTIVATION_DTYPES
     for name, t in acts.items():
-        if t.dtype not in ACTIVATION_DTYPES:
+        if t.dtype not in allowed:
             out.append(f"{name} is {t.dtype}, not float16/bfloat16")
         if t.device != device:
             out.append(f"{name} is on {t.device}, not the device {device}")
@@ -251,7 +258,12 @@ def _quant_matmul(a: dict[str, Any], device: torch.device) -> list[str]:
     bias, pertoken = a.get("bias"), a.get("pertoken_scale")
     if bias is not None and list(bias.shape) != [n]:
         out.append(f"bias {list(bias.shape)} is not [N={n}]")
-    if pertoken is None:  # static: deq_scale and quant_bias as msmodelslim stores them
+    if pertoken is None and bias is not None and bias.is_floating_point():
+        # compressed-tensors form (w8a8_static.py@v0.18.0:130, 159): deq_scale = input_scale * weight_scale and
+        # the layer's bias, both in the model's dtype.
+        if scale.dtype not in (output, torch.float32) or bias.dtype not in (output, torch.float32):
+            out.append(f"float-bias form: deq_scale {scale.dtype} and bias {bias.dtype} must be {output} or float32")
+    elif pertoken is None:  # static: deq_scale and quant_bias as msmodelslim stores them
         want = torch.int64 if output == torch.float16 else torch.float32
         if scale.dtype != want:
             out.append(f"static deq_scale is {scale.dtype}; for {output} output it is {want}")
@@ -295,4 +307,13 @@ def problems(call: Call, device: torch.device) -> list[str]:
         found.append(f"dst_type {a.get('dst_type')}: W8A8_DYNAMIC quantizes to int8")
     elif name == "npu_swiglu" and a["self"].shape[-1] % 2:
         found.append("npu_swiglu needs an even last dim")
+    elif name == "npu_format_cast":
+        if a["self"].dtype != torch.int8 or a["self"].dim() != 2 or a.get("acl_format") != 29:
+            found.append(f"the weight cast is int8 2-D to FRACTAL_NZ (29), got {a['self'].dtype} {a.get('acl_format')}")
+    elif name == "npu_add_rms_norm_quant":
+        k = a["x1"].shape[-1]
+        for param in ("scales1", "zero_points1"):
+            t = a.get(param)
+            if not isinstance(t, torch.Tensor) or list(t.shape) != [k] or t.dtype != a["x1"].dtype:
+                found.append(f"{param} must be [K={k}] in the activation's dtype (the scale repeated to K)")
     return [f"{name}: {p}" for p in found]

@@ -111,7 +111,7 @@ def available(branch: str, function: str, torch_minor: str) -> bool:
     `acl_op` entry covers it, `all_version` meaning the branch's own list; ATB functions always are."""
     data = schema_data()["branches"][branch]
     entry = data["functions"][function]
-    if entry["op_api"] == "atb":
+    if entry["op_api"] in ("atb", "core"):
         return True
     return any(_covers(entry.get(kind), torch_minor, data["all_version"]) for kind in ("op_api", "acl_op"))
 

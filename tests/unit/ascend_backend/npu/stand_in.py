@@ -95,6 +95,12 @@ RESULTS: dict[str, Callable[[dict[str, Any]], Any]] = {
         torch.empty(a["input"].shape, dtype=torch.int8, device=a["input"].device),
         torch.empty(a["input"].shape[:-1], dtype=torch.float32, device=a["input"].device),
     ),
+    "npu_format_cast": lambda a: _like(a["self"]),
+    "npu_add_rms_norm_quant": lambda a: (
+        torch.empty(a["x1"].shape, dtype=torch.int8, device=a["x1"].device),
+        torch.empty(a["x1"].shape, dtype=torch.int8, device=a["x1"].device),
+        _like(a["x1"]),
+    ),
     "npu_quant_matmul": lambda a: torch.empty(
         *a["x1"].shape[:-1], a["x2"].shape[-1], dtype=a.get("output_dtype") or torch.int8, device=a["x1"].device
     ),

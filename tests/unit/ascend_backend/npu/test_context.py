@@ -61,11 +61,24 @@ def test_torch_npu_and_cann_pick_the_matrix_row():
     assert context.release == Version("0.13.0rc3") and context.candidates == (Version("0.13.0rc3"),)
 
 
-def test_torch_npu_alone_may_match_several_rows_the_newest_is_used_and_all_are_named():
+def test_torch_npu_alone_may_match_several_rows_it_is_ambiguous_and_all_are_named():
     context = build_context(StackFacts(torch_npu="2.7.1.dev20250724"))
-    assert context.release == Version("0.11.0rc0")
+    assert context.release is None and context.ambiguous
     assert set(context.candidates) == {Version(v) for v in ("0.10.0rc1", "0.10.1rc1", "0.10.2rc1", "0.11.0rc0")}
-    assert "v0.10.0rc1" in context.release_basis and "newest" in context.release_basis
+    assert "v0.10.0rc1" in context.release_basis and "ambiguous" in context.release_basis
+    assert "release=" in context.release_basis  # how to pin one
+
+
+def test_an_ambiguous_release_runs_only_what_every_candidate_agrees_on():
+    # torch_npu 2.10.0.post2 + CANN 9.0.1 fit v0.23.0rc1, v0.24.0rc1 and v0.25.1rc1, whose cache writes differ
+    # (device_op.py@v0.25.1rc1:50 npu_scatter_pa_kv_cache vs _npu_reshape_and_cache before).
+    context = build_context(StackFacts(torch_npu="2.10.0.post2", cann="9.0.1"))
+    assert context.ambiguous and "ambiguous" in context.release_label
+    write = kernels.select("reshape_and_cache", context)
+    assert write.native and "v0.25.1rc1: npu_scatter_pa_kv_cache" in write.reason and "release=" in write.reason
+    assert kernels.select("rms_norm", context).kernel == "npu_rms_norm"  # the same in all three
+    pinned = apply_override(context, (("release", "0.25.1rc1"),))
+    assert kernels.select("reshape_and_cache", pinned).kernel == "npu_scatter_pa_kv_cache"
 
 
 def test_local_build_labels_match_the_matrix_row():

@@ -112,3 +112,44 @@ def test_both_ops_are_registry_ops_with_an_npu_kernel():
     dyn = quantize_linear(w, b, QuantType.W8A8_DYNAMIC, torch.float32)
     w8a8_dynamic_linear(x, dyn.weight.t().contiguous(), dyn.weight_scale, dyn.bias)
     assert registry.stats()["w8a8_dynamic_linear"] == {"native": 1}
+
+
+def test_a_prequantized_input_skips_the_quantize_and_stays_exact_in_int64():
+    # w8a8_static.py@v0.18.0:133: an int8 x (a fused norm-quant ran before) goes straight to npu_quant_matmul.
+    from ascend_backend.quantization.ops import add_rms_norm_quant
+
+    w, b, x = layer_and_input(3)
+    layer = quantize_linear(w, b, QuantType.W8A8, torch.float32, ActivationRange(float(x.min()), float(x.max()), 9))
+    weight_t, scale, offset, deq, qbias = static_args(layer, torch.bfloat16)
+    residual = torch.zeros_like(x)
+    x_q, summed = add_rms_norm_quant(x, residual, torch.ones(x.shape[-1]), 1e-6, scale, offset)
+    assert x_q.dtype == torch.int8 and torch.equal(summed, x)
+    out = w8a8_linear(x_q, weight_t, scale, offset, deq, qbias)
+    assert out.dtype == torch.bfloat16  # a float32 deq_scale is the bfloat16 model's form
+    acc = x_q.to(torch.int64) @ weight_t.to(torch.int64) + qbias.to(torch.int64)
+    torch.testing.assert_close(out.double(), (acc.double() * deq.double()).to(torch.bfloat16).double())
+    packed = w8a8_linear(x_q, weight_t, scale, offset, pack_deq_scale(deq), qbias)
+    assert packed.dtype == torch.float16  # the int64-packed deq_scale is the float16 model's form
+
+
+def test_the_fused_norm_quant_matches_an_independent_float64_formula():
+    from ascend_backend.quantization.ops import add_rms_norm_quant
+
+    g = torch.Generator().manual_seed(7)
+    x, residual = torch.randn(5, 64, generator=g), torch.randn(5, 64, generator=g)
+    weight = 1 + 0.1 * torch.randn(64, generator=g)
+    scale, offset = torch.tensor([0.02]), torch.tensor([3], dtype=torch.int8)
+    x_q, summed = add_rms_norm_quant(x, residual, weight, 1e-6, scale, offset)
+    s = x.double() + residual.double()
+    normed = s / torch.sqrt((s * s).mean(-1, keepdim=True) + 1e-6) * weight.double()
+    expected = torch.round(normed / 0.02 + 3).clamp(-128, 127)  # npu_add_rms_norm_quant, div_mode=True
+    assert (x_q.double() - expected).abs().max() <= 1  # a float32 rounding tie may land one step away
+    assert (x_q.double() == expected).float().mean() > 0.99
+    torch.testing.assert_close(summed, x + residual)
+
+
+def test_the_weight_layout_is_the_identity_off_the_npu():
+    from ascend_backend.quantization.ops import quant_weight_layout
+
+    weight = torch.randint(-128, 127, (64, 32), dtype=torch.int8)
+    assert quant_weight_layout(weight, "W8A8") is weight

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from workbench.backend.kernels import KernelChange, kernel_diff, read_stack, selection_table
+from workbench.backend.kernels import KernelChange, context_of, kernel_diff, read_stack, selection_table
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 
@@ -136,3 +136,59 @@ def test_kernels_verb_on_this_machine_follows_the_override(monkeypatch, capsys):
     assert main(["kernels"]) == 0
     printed = capsys.readouterr().out
     assert "ASCEND_BACKEND_KERNELS release=0.11.0" in printed and "_npu_paged_attention" in printed
+
+
+def test_diff_two_releases_two_chips_two_graph_modes_by_spec(capsys):
+    # releases: attention_v1.py@v0.11.0 vs @v0.13.0rc1; chips: device_op.py@v0.20.2rc1 (A5's Norm cache write);
+    # graph modes: attention/utils.py@v0.13.0 using_paged_attention with pa_shape_list.
+    assert main(["kernels", "--diff", "0.11.0", "0.18.0", "--chip", "A3"]) == 1
+    out = capsys.readouterr().out
+    assert "paged_decode_attention (DecodeOnly) moved from _npu_paged_attention (v0.11.0)" in out
+    assert main(["kernels", "--diff", "A2", "A5", "--release", "0.20.2rc1"]) == 1
+    out = capsys.readouterr().out
+    assert "reshape_and_cache (cache write) moved from _npu_reshape_and_cache" in out
+    assert main(["kernels", "--diff", "NONE", "FULL_DECODE_ONLY", "--release", "0.18.0", "--pa-shape"]) == 1
+    out = capsys.readouterr().out
+    assert "moved from npu_fused_infer_attention_score (v0.18.0) to _npu_paged_attention (v0.18.0)" in out
+    assert main(["kernels", "--diff", "release=0.18.0,chip=A2", "release=0.18.0,chip=A2"]) == 0
+
+
+def test_diff_reports_a_changed_recipe_as_changed_arguments():
+    from workbench.backend.kernels import kernel_diff_contexts, side_context
+
+    base = context_of(V0180)
+    changes = {
+        c.op: c for c in kernel_diff_contexts(side_context("0.20.2rc1,A5", base), side_context("0.19.1rc1,A5", base))
+    }
+    write = changes["reshape_and_cache"]
+    assert write.what == "arguments" and (write.recipe_a, write.recipe_b) == (
+        "scatter_pa_kv_cache_norm",
+        "scatter_pa_kv_cache",
+    )
+    dynamic = {c.op: c for c in kernel_diff_contexts(side_context("0.21.0rc1", base), side_context("0.22.1rc1", base))}
+    assert dynamic["w8a8_dynamic_linear"].recipe_b == "dynamic_quant_int8"
+
+
+def test_a_bad_side_spec_is_one_clear_error():
+    from workbench.backend.kernels import side_context
+
+    with pytest.raises(WorkbenchError, match="neither a file, a release"):
+        side_context("sometimes", context_of(V0180))
+    with pytest.raises(WorkbenchError, match="unknown key 'color'"):
+        side_context("color=red", context_of(V0180))
+
+
+def test_the_table_names_vllm_ascends_own_default_and_deliberate_differences():
+    table = selection_table(V0180).set_index("op")
+    assert "rope_forward_triton" in table.loc["rotary_embedding", "vllm_default"]
+    assert "npu_gemma_rms_norm" in table.loc["gemma_rms_norm", "vllm_default"]
+    assert table.loc["gemma_rms_norm", "differs"]
+    assert table.loc["w8a16_linear", "reason"].startswith("refused:")
+
+
+def test_an_ambiguous_release_is_shown_with_its_candidates(capsys):
+    stack = {"versions": {"torch-npu": "2.10.0.post2"}, "cann": {"toolkit": "9.0.1"}, "chip": "910B4"}
+    table = selection_table(stack).set_index("op")
+    assert table.loc["reshape_and_cache", "kernel"] == "native"
+    assert "ambiguous release" in table.loc["reshape_and_cache", "reason"]
+    assert table.loc["rms_norm", "kernel"] == "npu_rms_norm"

@@ -1,0 +1,3 @@
+from scripts.kernel_truth.audit import main
+
+raise SystemExit(main())
