@@ -37,13 +37,17 @@ def _from_stack(stack: Mapping[str, Any], source: str) -> tuple[str | None, str]
     if not facts.torch_npu:
         return None, f"{source} names neither vllm-ascend nor torch_npu"
     context = build_context(facts)
+    if len(context.candidates) > 1:
+        # Several matrix rows fit: said, with the candidates, and judged at the newest (never silently).
+        names = ", ".join(f"v{v}" for v in context.candidates)
+        newest = max(context.candidates)
+        return str(newest), (
+            f"{source}: torch_npu {facts.torch_npu} fits several releases ({names}): ambiguous, judged at the "
+            f"newest, v{newest}; pin one with --release"
+        )
     if context.release is None:
         return None, f"{source}: {context.release_basis}"
-    basis = f"{source}: {context.release_basis}"
-    if len(context.candidates) > 1:
-        names = ", ".join(f"v{v}" for v in context.candidates)
-        basis += f" (ambiguous: {names} fit; pin one with --release)"
-    return str(context.release), basis
+    return str(context.release), f"{source}: {context.release_basis}"
 
 
 def resolve_target(
