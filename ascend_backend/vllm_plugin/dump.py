@@ -29,6 +29,12 @@ same, model_runner_v1.py at v0.25.1rc1), so a forward counts as a step only when
 context carries attention metadata. Graph capture and torch.compile would bypass or break the hooks,
 so recording refuses an engine that is not eager (`--enforce-eager`).
 
+In a tensor-parallel engine each rank records its own part of the model into `dir/rank<R>`, and its
+manifest says how each recorded module's outputs are spread over the ranks (`shards`: column slices,
+fused parts with replicated KV heads, partial sums, replicated), so `workbench.accuracy.dump_gather`
+reads the rank dumps as one dump of the whole model. Each manifest also names the registry ops that ran
+inside each module (`module_ops`), so a compare that stops at a module can name its op.
+
 Records follow vLLM's names and layouts (`qkv_proj` fused, a decoder layer returning hidden states and
 the residual separately, tokens flattened to [num_tokens, hidden]); `workbench.accuracy.engine_compare`
 maps them onto a Hugging Face reference. Inputs are checked for NaN/Inf in a pre-hook, before the
@@ -42,7 +48,8 @@ import fnmatch
 import functools
 import logging
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +66,8 @@ from ascend_backend.dump_format import (
     stack_versions,
     tensors_in,
 )
+from ascend_backend.registry import REGISTRY
+from ascend_backend.vllm_plugin.shards import parallel_info
 
 logger = logging.getLogger("vllm.ascend_backend")
 
@@ -202,6 +211,8 @@ class EngineRecorder:
         self.state = _State.IDLE
         self.calls: dict[str, int] = {}
         self.inputs_bad: dict[str, list[bool]] = {}
+        self.op_counts: dict[str, list[Counter[str]]] = {}  # registry op calls when each running call began
+        self.module_ops: dict[str, set[str]] = {}
         selected = [(n or ROOT_NAME, m) for n, m in model.named_modules() if request.selects(n or ROOT_NAME)]
         self.modules = tuple(name for name, _ in selected)
         self.records_logits = LOGITS_MODULE in self.modules
@@ -250,8 +261,21 @@ class EngineRecorder:
         def hook(_module: nn.Module, args: tuple, kwargs: dict) -> None:
             if self._recording(name):
                 self.inputs_bad.setdefault(name, []).append(any_nonfinite(tensors_in(args) + tensors_in(kwargs)))
+                self.op_counts.setdefault(name, []).append(REGISTRY.op_calls())
 
         return hook
+
+    def _note_ops(self, name: str) -> None:
+        """Add the registry ops this module call ran (the counts that grew since its pre-hook) to its set."""
+        stack = self.op_counts.get(name)
+        if not stack:
+            return
+        before = stack.pop()
+        ran = {op for op, count in REGISTRY.op_calls().items() if count > before.get(op, 0)}
+        known = self.module_ops.setdefault(name, set())
+        if not ran <= known:
+            known |= ran
+            self.writer.update_header(module_ops={m: tuple(sorted(ops)) for m, ops in self.module_ops.items()})
 
     def _record(self, name: str):
         def hook(_module: nn.Module, _args: tuple, output: Any) -> None:
@@ -259,6 +283,7 @@ class EngineRecorder:
                 return
             stack = self.inputs_bad.get(name)
             inputs_bad = stack.pop() if stack else False
+            self._note_ops(name)
             call = self.calls.get(name, 0)
             self.calls[name] = call + 1
             for index, tensor in enumerate(tensors_in(output)):
@@ -316,6 +341,8 @@ def attach_recorder(model: nn.Module, request: DumpRequest, model_name: str, enf
         versions=stack_versions(),
         source=SOURCE_ENGINE,
     )
+    names = tuple(n or ROOT_NAME for n, _ in model.named_modules() if request.selects(n or ROOT_NAME))
+    header = replace(header, parallel=parallel_info(model, names, ROOT_NAME))
     recorder = EngineRecorder(model, request, DumpWriter(_rank_directory(request.directory), header))
     logger.info(
         "ascend_backend dump: recording %d module(s) of %s for %d step(s) into %s",

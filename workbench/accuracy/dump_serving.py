@@ -20,6 +20,7 @@ import httpx
 import torch
 
 from workbench.accuracy.dump_format import MANIFEST_FILE, WorkbenchDump
+from workbench.accuracy.dump_gather import rank_directories
 from workbench.errors import WorkbenchError
 
 REQUEST_TIMEOUT_S = 600.0  # one greedy request; a cold NPU engine may still be compiling kernels
@@ -59,8 +60,7 @@ def _rank_dumps(out: Path) -> list[Path]:
     """`out` itself (one process held the model) or its rank<R> subdirectories (several ranks)."""
     if (out / MANIFEST_FILE).is_file():
         return [out]
-    ranks = sorted(out.glob("rank*/" + MANIFEST_FILE), key=lambda p: int(p.parent.name[4:] or 0))
-    return [p.parent for p in ranks]
+    return rank_directories(out)
 
 
 def _engine_tokens(dump: WorkbenchDump) -> tuple[int, ...]:
