@@ -354,7 +354,7 @@ def attach_recorder(model: nn.Module, request: DumpRequest, model_name: str, enf
     return recorder
 
 
-def _loader_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+def loader_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any]:
     """(vllm_config, model_config) of `load_model(vllm_config, model_config, prefix="")`."""
     vllm_config = kwargs.get("vllm_config", args[0] if args else None)
     model_config = kwargs.get("model_config", args[1] if len(args) > 1 else None)
@@ -373,7 +373,7 @@ def install_dump_hook(spec_text: str) -> DumpRequest:
     @functools.wraps(original)
     def load_model(self, *args: Any, **kwargs: Any) -> nn.Module:
         model = original(self, *args, **kwargs)
-        vllm_config, model_config = _loader_arguments(args, kwargs)
+        vllm_config, model_config = loader_arguments(args, kwargs)
         # The target model only: a speculative-decoding drafter is loaded with a config of its own.
         if vllm_config is not None and model_config is vllm_config.model_config:
             attach_recorder(model, request, str(model_config.model), bool(model_config.enforce_eager))
