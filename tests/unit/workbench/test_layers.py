@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "serving",
                 "sweep",
                 "triage",
+                "twin",
             }
         ),
     ),
