@@ -1,4 +1,4 @@
-"""Twin runs: the same requests on two configurations, then the first diverging token, then the module.
+"""Twin runs (docs/METHOD.md §17): the same requests on two configurations, the first diverging token, the module.
 
 `api` is the face the `twin` verb and notebook 11 use. Modules: `sides` (what runs on each side),
 `collect` (greedy generations with logprobs, saved as they come), `diverge` (the first diverging token of

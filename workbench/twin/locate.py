@@ -152,6 +152,13 @@ def _export_repro(op: str, record: DumpRecord, side: Side, out: Path) -> tuple[s
                          f"float32 reference: {result.verdict.value}")  # fmt: skip
 
 
+def wants_locate(result: TwinResult, prompt: int | None = None) -> bool:
+    """Whether the module stage has something to do: a prompt was named, or one diverged (near ties too),
+    and both sides are recipes the workbench can restart with the dump on."""
+    dumpable = all(side.recipe is not None for side in result.sides)
+    return dumpable and (prompt is not None or result.first_divergence(near_ties=True) is not None)
+
+
 def locate(
     result: TwinResult,
     *,
@@ -234,4 +241,4 @@ def _summarize(result: TwinResult, comparison: DumpComparison, prompt: int, step
     )  # fmt: skip
 
 
-__all__ = ["LocateResult", "locate", "module_kind", "repro_case", "worst_cosine_by_kind"]
+__all__ = ["LocateResult", "locate", "module_kind", "repro_case", "wants_locate", "worst_cosine_by_kind"]

@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.twin.api import TwinSettings, locate, make_sides, run_twin
+    from workbench.twin.api import TwinSettings, locate, make_sides, run_twin, wants_locate
 
     if not args.sides:
         raise WorkbenchError("give the sides: --recipe R (both sides) or two of --recipe / --url")
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.text())
         wanted = args.locate_prompt is not None or (result.first_divergence(near_ties=True) is not None
                                                     and not args.no_locate)  # fmt: skip
-        if wanted and side_a.launched and side_b.launched:
+        if wanted and wants_locate(result, args.locate_prompt):
             located = locate(result, prompt=args.locate_prompt, steps=args.locate_steps, extra_env=extra_env,
                              extra_args=extra_args, progress=not args.no_progress)  # fmt: skip
             print(located.text())
