@@ -148,8 +148,11 @@ def _export_repro(op: str, record: DumpRecord, side: Side, out: Path) -> tuple[s
         return None, f"op {op} has no input builder in workbench.accuracy.op_inputs: no single-op repro exported"
     result = run_case(case, resolve_device(side.recipe.device.value))
     script = export_repro(result, out)
-    return str(script), (f"the op alone on {result.device} ({result.implementation}, {case.case_label}) against its "
-                         f"float32 reference: {result.verdict.value}")  # fmt: skip
+    said = (f"{op} alone on {result.device} ({result.implementation}, {case.case_label}) against its float32 "
+            f"reference: {result.verdict.value}")  # fmt: skip
+    if result.verdict.value == "pass":
+        said += " (its arithmetic alone is right here: look at what the engine hands it, or at an injected fault)"
+    return str(script), said
 
 
 def wants_locate(result: TwinResult, prompt: int | None = None) -> bool:
