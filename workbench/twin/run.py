@@ -117,7 +117,11 @@ class TwinResult:
                 f"{self.noise.diverged + self.noise.near_ties} diverged, max drift {self.noise.max_drift:.3g} nats"
             )
         columns = ["prompt", "id", "outcome", "position", "token_a", "token_b", "gap", "drift"]
-        lines.append(self.prompt_table()[columns].to_string(index=False))
+        table = self.prompt_table()[columns]
+        shown = table.astype(object).where(table.notna(), "-")
+        for column in ("gap", "drift"):
+            shown[column] = [v if v == "-" else f"{v:.3g}" for v in shown[column]]
+        lines.append(shown.to_string(index=False))
         lines.append(f"verdict: {self.verdict.verdict.value}")
         lines += [f"  - {reason}" for reason in self.verdict.reasons]
         lines += [f"note: {note}" for note in self.notes]
