@@ -21,8 +21,12 @@ vocab_parallel_embedding.py, attention/attention.py, logits_processor.py):
 |  mlp, self_attn, the model)             |                                                    |             |
 
 The last row is a claim, not a proof: a model could shard a module this table does not know (per-head
-norms on sharded heads). The reader checks every replicated claim against the ranks' statistics and leaves
-out, by name, a module whose ranks disagree. Pure inspection of the loaded model; needs vLLM.
+norms on sharded heads), and vllm-ascend's linear layers can swap vLLM's all-reduce for a reduce-scatter
+over the *tokens* when its sequence-parallel, MLP or o_proj tensor-parallel options are on (the custom ops
+of vllm_ascend/ops/linear_op.py at v0.25.1rc1: MLPRowParallelOp, OProjRowParallelOp, SequenceRowParallelOp),
+so each rank then holds some rows of a whole-width tensor. The reader checks every replicated claim
+against the ranks' statistics and leaves out, by name, a module whose ranks disagree, rather than compare
+it wrongly. Pure inspection of the loaded model; needs vLLM.
 """
 
 from __future__ import annotations
