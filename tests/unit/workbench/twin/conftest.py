@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,13 @@ def fake_server():
     yield make
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def prompts(tmp_path) -> Path:
+    """Four prompts whose first characters differ, so each prompt's first token id differs and a flip can be
+    placed on one prompt: 'a' -> 47, 'b' -> 48, 'c' -> 49, 'd' -> 0 (the fake /tokenize: ord(c) % 50)."""
+    path = tmp_path / "prompts.jsonl"
+    lines = [{"id": f"p{i}", "prompt": f"{c} quick prompt number {i}"} for i, c in enumerate("abcd")]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return path

@@ -1,8 +1,4 @@
-"""A whole twin run against fake servers whose divergences are placed exactly (see conftest.py).
-
-Prompts start with different characters, so each prompt's first token id differs and a flip can be
-placed on one prompt: 'a' -> 47, 'b' -> 48, 'c' -> 49, 'd' -> 0 (the fake /tokenize: ord(c) % 50).
-"""
+"""A whole twin run against fake servers whose divergences are placed exactly (see conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,14 +13,6 @@ from workbench.twin.run import TwinSettings, run_twin
 from workbench.twin.sides import Side
 
 from .conftest import FAR, NEAR
-
-
-@pytest.fixture
-def prompts(tmp_path):
-    path = tmp_path / "prompts.jsonl"
-    lines = [{"id": f"p{i}", "prompt": f"{c} quick prompt number {i}"} for i, c in enumerate("abcd")]
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    return path
 
 
 def sides(a, b, batch=(2, 2)):

@@ -8,10 +8,8 @@ import pytest
 
 from workbench import cli
 
-from .test_run import prompts  # noqa: F401 - the fixture
 
-
-def test_the_verb_prints_the_table_and_verdict_and_fails_on_a_divergence(fake_server, prompts, tmp_path, capsys):  # noqa: F811
+def test_the_verb_prints_the_table_and_verdict_and_fails_on_a_divergence(fake_server, prompts, tmp_path, capsys):
     a, b = fake_server(), fake_server(flips={(47, 1)})
     out = tmp_path / "run"
     code = cli.main(["twin", "--url", a.url, "--url", b.url, "--prompts", str(prompts), "--max-tokens", "4",
