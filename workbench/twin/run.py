@@ -265,12 +265,25 @@ def run_twin(
     names = tuple(p.id for p in dataset.problems)
     launch = {"extra_env": dict(extra_env or {}), "extra_args": tuple(extra_args)}
     runs = {"A": ["A", *(f"A.noise{r}" for r in range(1, settings.noise_repeats + 1))], "B": ["B"]}
-    groups = [[side_a, side_b]] if _same_server(side_a, side_b) else [[side_a], [side_b]]
     records: dict[str, Any] = dict(plan.get("reproducibility", {})) if plan else {}
+    tokens = _collect_sides(directory, sides, runs, dataset, tokens, settings, records, wanted, launch, tokenizer,
+                            progress)  # fmt: skip
+    read = {r: _log(directory, r).read(Generation.from_dict).records for rs in runs.values() for r in rs}
+    result = _judge(directory, sides, names, tokens, read, runs, settings, policy, records, began)
+    result.write()
+    return result
+
+
+def _collect_sides(directory, sides, runs, dataset, tokens, settings, records, wanted, launch, tokenizer,
+                   progress) -> list[tuple[int, ...]]:  # fmt: skip
+    """Every run's generations, one server at a time (one for both sides when they run the same configuration);
+    runs already complete are skipped, and so is a server with nothing left to do. Returns the prompts' tokens."""
+    side_a, side_b = sides
+    names = tuple(p.id for p in dataset.problems)
+    groups = [[side_a, side_b]] if _same_server(side_a, side_b) else [[side_a], [side_b]]
     for group in groups:
-        pending = [
-            (s, r) for s in group for r in runs[s.label] if tokens is None or not _complete(directory, r, len(tokens))
-        ]
+        pending = [(s, r) for s in group for r in runs[s.label]
+                   if tokens is None or not _complete(directory, r, len(tokens))]  # fmt: skip
         if not pending:
             continue
         with _server(group[0], launch, progress) as server:
@@ -286,10 +299,7 @@ def run_twin(
                 collect(server.url, server.model, tokens, settings.for_side(side), _log(directory, run),
                         label=run, progress=progress)  # fmt: skip
     assert tokens is not None  # every run was complete, so the plan held the tokens
-    read = {r: _log(directory, r).read(Generation.from_dict).records for rs in runs.values() for r in rs}
-    result = _judge(directory, sides, names, tokens, read, runs, settings, policy, records, began)
-    result.write()
-    return result
+    return tokens
 
 
 def _write_plan(directory, wanted, sides, names, tokens, settings, records) -> None:
