@@ -79,3 +79,30 @@ def test_one_server_answers_both_sides_of_a_batch_twin(fake_server, prompts, tmp
     result = run_twin(a, b, prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3), progress=False)
     assert [len(r["prompt"]) for r in server.requests] == [1, 1, 1, 1, 1, 1, 1, 1, 4]  # A, its repeat, then B
     assert result.pair.identical == 4 and result.verdict.verdict is Verdict.PASS
+
+
+def test_an_interrupted_run_keeps_what_it_collected_and_sends_only_the_rest(
+    fake_server, prompts, tmp_path, monkeypatch
+):
+    from workbench.twin import collect as collect_module
+
+    a, b = fake_server(), fake_server()
+    real_send, sent = collect_module._send, []
+
+    def send_then_interrupt(*args, **kwargs):
+        if len(sent) == 3:  # A's two groups, then the first of its repeat: Ctrl-C
+            raise KeyboardInterrupt
+        sent.append(args[5])  # the group's number
+        return real_send(*args, **kwargs)
+
+    monkeypatch.setattr(collect_module, "_send", send_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3), progress=False)
+    assert (tmp_path / "run" / "plan.json").is_file() and len(
+        (tmp_path / "run" / "A.jsonl").read_text().splitlines()
+    ) == 4
+    monkeypatch.setattr(collect_module, "_send", real_send)
+    before = len(a.requests)
+    result = run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3), progress=False)
+    assert len(a.requests) - before == 1  # only the repeat's second group; A's own run was complete
+    assert result.noise.prompts == 4 and result.pair.identical == 4
