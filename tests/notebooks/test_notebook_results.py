@@ -99,3 +99,23 @@ def test_preflight_notebook_lints_the_example_command_at_its_release_and_after_t
     findings, upgrade = [t for t in tables if t]
     assert "env.DYNAMIC_EPLB" in findings and "required_missing" in findings
     assert upgrade.count("renamed") == 3 and "eplb_config.expert_heat_collection_interval" in upgrade
+
+
+def test_twin_notebook_compares_tp2_with_tp1_on_every_layer_through_the_gathered_dump(notebook_run):
+    """Notebook 11's defaults: cpu-tiny at TP=1 against TP=2, a table and a verdict, and prompt 0 dumped on
+    both sides; the TP=2 side's rank dumps gathered compare with the TP=1 dump on every module of every layer."""
+    twin = notebook_outputs(notebook_run, "11_twin_runs.ipynb", "twin/*/twin.json")[-1]
+    result = json.loads(twin.read_text())
+    assert [s["recipe"]["engine"]["tensor_parallel_size"] for s in result["sides"]] == [1, 2]
+    assert len(result["prompts"]) == result["summary"]["prompts"] > 0 and result["verdict"]["verdict"]
+    compare = json.loads(next((twin.parent / "locate").glob("*/compare.json")).read_text())
+    assert sorted(p.name for p in next((twin.parent / "locate").glob("*/B")).iterdir()) == ["rank0", "rank1"]
+    rows = compare["rows"]
+    assert compare["summary"]["only_in_test"] == [] and compare["summary"]["only_in_reference"] == []
+    kinds = {r["module"].split(".", 3)[-1] for r in rows if r["module"].startswith("model.layers.")}
+    for sharded in ("self_attn.qkv_proj", "mlp.gate_up_proj", "self_attn.attn", "mlp.act_fn", "self_attn.o_proj"):
+        assert sharded in kinds
+    layers = {int(r["module"].split(".")[2]) for r in rows if r["module"].startswith("model.layers.")}
+    assert layers == {0, 1, 2, 3}
+    assert all(r["verdict"] == "pass" for r in rows), [r["key"] for r in rows if r["verdict"] != "pass"][:5]
+    assert min(r["cosine"] for r in rows) > 0.9999

@@ -9,7 +9,8 @@ the first module whose output is non-finite while its inputs were finite.
 Execution order is completion order: a forward hook fires when a module returns, so inner modules come
 before the block that contains them, and the first non-finite record is the innermost culprit.
 
-`open_dump(path)` opens either a workbench dump (manifest.json) or an msprobe dump (dump.json).
+`open_dump(path)` opens a workbench dump (manifest.json), the rank dumps of a tensor-parallel engine
+(rank<R>/manifest.json, gathered into one: `dump_gather`) or an msprobe dump (dump.json).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from workbench.accuracy.dump_format import (
     stack_versions,
     tensors_in,
 )
+from workbench.accuracy.dump_gather import GatheredDump, rank_directories
 from workbench.accuracy.msprobe_dump import MsprobeDump, find_dump_json
 from workbench.errors import WorkbenchError
 
@@ -133,12 +135,15 @@ def capture_dump(
 
 
 def open_dump(path: str | os.PathLike) -> WorkbenchDump | MsprobeDump:
-    """Open a workbench dump (manifest.json) or an msprobe dump (dump.json somewhere below `path`)."""
+    """Open a workbench dump (manifest.json), a tensor-parallel engine's rank dumps (gathered) or an msprobe
+    dump (dump.json somewhere below `path`)."""
     directory = Path(path)
     if not directory.is_dir():
         raise WorkbenchError(f"dump directory {directory} does not exist (or is not a directory)")
     if (directory / MANIFEST_FILE).is_file():
         return WorkbenchDump(directory)
+    if rank_directories(directory):  # a tensor-parallel engine: one dump per rank, read as one
+        return GatheredDump(directory)
     dump_json = find_dump_json(directory)
     if dump_json is not None:
         return MsprobeDump(directory, dump_json)

@@ -15,6 +15,10 @@ reference (transformers or the executor) is first lined up by `dump_engine.align
 token position, fused outputs split, decoder layers summed; the table's `level` column and the summary's
 `mapping` notes say where each row was compared. Two engine dumps compare directly, name by name.
 
+A tensor-parallel engine's rank dumps (`DIR/rank<R>`) are gathered into one dump first (`dump_gather`), so
+a TP=2 engine compares with a TP=1 engine or with the float32 reference; what could not be gathered is
+listed in the summary's `mapping` notes.
+
 Shapes must agree once size-1 dimensions are dropped (msprobe squeezes both arrays too), so a model
 run with a batch dimension ([1, S, H]) compares with an executor that has none ([S, H]).
 
@@ -244,6 +248,8 @@ def compare_dumps(
     """Compare `test` (e.g. the NPU run) with `reference` (e.g. CPU float32), record by record."""
     test_dump = test if isinstance(test, WorkbenchDump | MsprobeDump) else open_dump(test)
     ref_dump = reference if isinstance(reference, WorkbenchDump | MsprobeDump) else open_dump(reference)
+    gathered = [f"{side}: {note}" for side, dump in (("test", test_dump), ("reference", ref_dump))
+                for note in getattr(dump, "notes", ())]  # fmt: skip
     alignment = None
     if is_engine_dump(test_dump) != is_engine_dump(ref_dump):  # engine vs one-pass: map names, select rows
         with serial_torch():
@@ -259,6 +265,8 @@ def compare_dumps(
     summary = _summarise(test_dump, ref_dump, table, tensors)
     if alignment is not None:
         table, summary = _with_alignment(table, summary, alignment)
+    if gathered:  # what the tensor-parallel gathering left out, by module
+        summary = replace(summary, mapping=summary.mapping + tuple(gathered))
     return DumpComparison(table, summary)
 
 

@@ -34,6 +34,9 @@ from ascend_backend.dump_format import (
     DumpHeader,
     DumpMode,
     DumpRecord,
+    ParallelInfo,
+    ShardKind,
+    ShardLayout,
     StepRecord,
     TensorStats,
     any_nonfinite,
@@ -46,7 +49,8 @@ from workbench.errors import WorkbenchError
 
 __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "MANIFEST_FILE", "RECORDS_FILE", "SOURCE_ENGINE", "SOURCE_MODULE", "STEPS_FILE",
-    "TENSORS_DIR", "TENSOR_KEY", "DumpHeader", "DumpMode", "DumpRecord", "StepRecord", "TensorStats", "WorkbenchDump",
+    "TENSORS_DIR", "TENSOR_KEY", "DumpHeader", "DumpMode", "DumpRecord", "ParallelInfo", "ShardKind", "ShardLayout",
+    "StepRecord", "TensorStats", "WorkbenchDump",
     "any_nonfinite", "open_writer", "record_key", "stack_versions", "tensors_in",
 ]  # fmt: skip
 
@@ -91,6 +95,13 @@ class WorkbenchDump:
                 "capture it again into a new directory"
             )
         ids = raw.get("prompt_token_ids")
+        try:
+            parallel = ParallelInfo.from_json(raw["parallel"]) if raw.get("parallel") else None
+            module_ops = {str(m): tuple(str(o) for o in ops) for m, ops in raw.get("module_ops", {}).items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise WorkbenchError(
+                f"{self.path / MANIFEST_FILE}: its parallel / module_ops entries are corrupt ({exc}); capture it again"
+            ) from None
         self.header = DumpHeader(
             mode=DumpMode(raw["mode"]),
             prompt_token_ids=tuple(int(i) for i in ids) if ids is not None else None,
@@ -100,6 +111,8 @@ class WorkbenchDump:
             module_patterns=tuple(raw.get("module_patterns", ())),
             versions=dict(raw.get("versions", {})),
             source=str(raw.get("source") or SOURCE_MODULE),
+            parallel=parallel,
+            module_ops=module_ops,
         )
         self.records = self._read_records(int(raw["record_count"]))
         self.steps = self._read_steps() if self.header.source == SOURCE_ENGINE else ()

@@ -20,7 +20,9 @@ import httpx
 import torch
 
 from workbench.accuracy.dump_format import MANIFEST_FILE, WorkbenchDump
+from workbench.accuracy.dump_gather import rank_directories
 from workbench.errors import WorkbenchError
+from workbench.recipes import ServingRecipe
 
 REQUEST_TIMEOUT_S = 600.0  # one greedy request; a cold NPU engine may still be compiling kernels
 
@@ -59,8 +61,7 @@ def _rank_dumps(out: Path) -> list[Path]:
     """`out` itself (one process held the model) or its rank<R> subdirectories (several ranks)."""
     if (out / MANIFEST_FILE).is_file():
         return [out]
-    ranks = sorted(out.glob("rank*/" + MANIFEST_FILE), key=lambda p: int(p.parent.name[4:] or 0))
-    return [p.parent for p in ranks]
+    return rank_directories(out)
 
 
 def _engine_tokens(dump: WorkbenchDump) -> tuple[int, ...]:
@@ -74,8 +75,8 @@ def _engine_tokens(dump: WorkbenchDump) -> tuple[int, ...]:
 
 
 def capture_engine_dump(
-    recipe_name: str | Path,
-    prompt: str,
+    recipe_name: str | Path | ServingRecipe,
+    prompt: str | Sequence[int],
     out: Path,
     *,
     steps: int = 1,
@@ -89,6 +90,9 @@ def capture_engine_dump(
 ) -> EngineDumpResult:
     """Launch `recipe_name` with dumping on, send `prompt` greedily for `steps` tokens, stop, open the dump.
 
+    `recipe_name` is a recipe name, file or an already loaded (and perhaps modified) recipe; `prompt` is
+    text, or token ids sent as they are (a twin run dumps both sides on exactly the same tokens).
+
     A request that fails after the engine finished recording (a NaN fault can make the answer
     unserialisable) still leaves a whole dump: that is reported, not raised. A request that fails
     before is a server failure, classified from the log.
@@ -99,7 +103,7 @@ def capture_engine_dump(
 
     out = out.expanduser().resolve()
     _refuse_used_directory(out)
-    base = load_serving_recipe(recipe_name)
+    base = recipe_name if isinstance(recipe_name, ServingRecipe) else load_serving_recipe(recipe_name)
     dump = {"dir": str(out), "steps": steps, "modules": list(modules), "layers": list(layers) if layers else None,
             "stats_only": stats_only}  # fmt: skip
     recipe = base.with_overrides(engine={"enforce_eager": True}, dump=dump)
@@ -117,16 +121,17 @@ def capture_engine_dump(
                 raise ServerFailure(false_ready(f"the dump request: {exc}", log, server.log_path)) from None
             text = f"(no answer: the request failed after the dump was taken: {exc})"
         log_path = server.log_path
-    return _read_result(out, prompt, text, resolve_model(recipe), log_path)
+    shown = prompt if isinstance(prompt, str) else f"<{len(prompt)} token ids>"
+    return _read_result(out, shown, text, resolve_model(recipe), log_path)
 
 
-def greedy_completion(client: httpx.Client, url: str, model: str, prompt: str, max_tokens: int) -> str:
+def greedy_completion(client: httpx.Client, url: str, model: str, prompt: str | Sequence[int], max_tokens: int) -> str:
     """One /v1/completions request, temperature 0, exactly `max_tokens` tokens (ignore_eos): the answer text.
 
     No logprobs are asked for: the dump holds the tokens, and an engine under a NaN fault would answer
     with NaN logprobs that JSON cannot carry.
     """
-    payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True,
+    payload = {"model": model, "prompt": prompt if isinstance(prompt, str) else list(prompt), "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True,
                "seed": 0}  # fmt: skip
     response = client.post(f"{url}/v1/completions", json=payload)
     response.raise_for_status()

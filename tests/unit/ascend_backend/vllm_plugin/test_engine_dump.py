@@ -217,3 +217,27 @@ def test_writer_is_the_backends_and_the_workbench_reuses_it():
     assert dump_format.DumpHeader is __import__("ascend_backend.dump_format").dump_format.DumpHeader
     assert dump_format.open_writer.__module__ == "workbench.accuracy.dump_format"
     assert DumpWriter.__module__ == "ascend_backend.dump_format"
+
+
+class RegistryNorm(nn.Module):
+    """A norm that runs the registry's `rms_norm`, as the plugin's RMSNorm override does inside vLLM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(HIDDEN))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from ascend_backend.registry import REGISTRY
+
+        return REGISTRY.dispatch("rms_norm", x.device, x, self.weight, 1e-6)
+
+
+def test_the_manifest_names_the_registry_ops_each_module_ran(tmp_path):
+    model = EngineModel()
+    model.model.layers[1].input_layernorm = RegistryNorm()
+    _, dump = record(tmp_path, "dir={dir};steps=1", model=model)
+    ops = dump.header.module_ops
+    assert ops["model.layers.1.input_layernorm"] == ("rms_norm",)
+    assert ops["model.layers.1"] == ("rms_norm",) and ops["<root>"] == ("rms_norm",)  # enclosing modules too
+    assert ops["model.layers.0.input_layernorm"] == () and ops["model.layers.1.mlp"] == ()
+    assert dump.header.parallel is None  # one process: no tensor-parallel layouts

@@ -94,3 +94,39 @@ def test_the_entry_point_registers_every_op_in_a_fresh_process():
         assert registered[op] == sorted(b.value for b in REGISTRY.entry(op).impls if b is not Backend.VLLM_CPU), op
     for op in KERNEL_OPS:
         assert "vllm_cpu" in registered[op] and "native" in registered[op], op
+
+
+def test_a_fault_naming_a_module_fires_there_only_once_the_loader_named_the_modules():
+    """ASCEND_BACKEND_FAULT with module=: the plugin's loader wrapper names the target model's modules."""
+    from types import SimpleNamespace
+
+    from ascend_backend.vllm_plugin.loader_hook import on_target_model_load
+    from ascend_backend.vllm_plugin.module_names import name_modules
+
+    class Norm(torch.nn.Module):
+        def forward(self, x):
+            return REGISTRY.dispatch("rms_norm", x.device, x, torch.ones(x.shape[-1]), 1e-6)
+
+    model = torch.nn.Sequential(Norm(), Norm())
+
+    class Loader:
+        def load_model(self, vllm_config, model_config):
+            return model
+
+    def config(eager: bool):
+        model_config = SimpleNamespace(enforce_eager=eager)
+        return SimpleNamespace(model_config=model_config), model_config
+
+    on_target_model_load(Loader, name_modules)
+    x = torch.randn(2, 4)
+    with REGISTRY.inject("rms_norm", "zero", module="1") as fault:
+        model(x)
+        assert fault.fired == 0  # vLLM's modules carry no names until the loader names them
+        assert Loader().load_model(*config(eager=True)) is model
+        out = model(x)
+    assert fault.fired == 1 and bool((out == 0).all())
+    compiled = torch.nn.Sequential(Norm())
+    Loader.load_model = lambda self, vllm_config, model_config: compiled
+    on_target_model_load(Loader, name_modules)
+    Loader().load_model(*config(eager=False))
+    assert not compiled[0]._forward_pre_hooks  # no hooks in a compiled engine: the fault cannot be placed

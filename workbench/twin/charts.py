@@ -1,0 +1,49 @@
+"""Pure functions: a twin run's tables -> plotly figures. No I/O, no state; notebook 11 displays them."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+OUTCOME_COLOURS = {"identical": "#2da44e", "near tie": "#d4a72c", "diverged": "#cf222e", "failed": "#6e7781"}
+
+
+def divergence_chart(table: pd.DataFrame, max_tokens: int, title: str = "Where each prompt's sides part") -> go.Figure:
+    """One bar per prompt: the tokens both sides generated alike (full length when identical), coloured by
+    outcome; hover: the two tokens, the gap and the drift. `table` is `TwinResult.prompt_table()`."""
+    if table.empty:
+        return go.Figure(layout={"title": f"{title}: no prompts"})
+    labels = [
+        f"{p}" + (f" {i}" if "id" in table else "") for p, i in zip(table["prompt"], table.get("id", table["prompt"]))
+    ]
+    figure = go.Figure()
+    for outcome, colour in OUTCOME_COLOURS.items():
+        part = table[table["outcome"] == outcome]
+        if part.empty:
+            continue
+        hover = [
+            f"{row.outcome}: {row.detail}<br>tokens A/B: {row.token_a} / {row.token_b}<br>drift {row.drift:.3g} nats"
+            for row in part.itertuples()
+        ]
+        figure.add_bar(x=[labels[i] for i in part.index], y=part["common"], name=outcome, marker_color=colour,
+                       hovertext=hover, hoverinfo="text")  # fmt: skip
+    figure.update_layout(
+        title=title, xaxis_title="prompt", yaxis_title=f"tokens alike (of {max_tokens})", barmode="overlay",
+        yaxis_range=[0, max_tokens], legend_title="outcome",
+    )  # fmt: skip
+    return figure
+
+
+def cosine_by_kind_chart(worst: dict[str, float], title: str = "Worst cosine per module kind") -> go.Figure:
+    """The module stage's lowest cosine per module kind (every layer together), lowest first."""
+    if not worst:
+        return go.Figure(layout={"title": f"{title}: nothing compared"})
+    kinds = list(worst)
+    distance = [max(1.0 - worst[k], 1e-16) for k in kinds]
+    figure = go.Figure(go.Bar(x=distance, y=kinds, orientation="h",
+                              hovertext=[f"cosine {worst[k]:.9f}" for k in kinds], hoverinfo="text"))  # fmt: skip
+    figure.update_layout(title=title, xaxis_title="1 - cosine (log)", xaxis_type="log", yaxis_autorange="reversed")
+    return figure
+
+
+__all__ = ["cosine_by_kind_chart", "divergence_chart"]
