@@ -17,12 +17,14 @@ import dataclasses
 import json
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ascend_backend.quantization import (
+    ActivationRange,
     QuantFormat,
     QuantizedCheckpointError,
     QuantType,
@@ -97,6 +99,38 @@ def build_into(request: QuantizeRequest, target: Path, *, progress: bool = True)
     )
     write_report(target / REPORT_FILE, result, ranges)
     return result
+
+
+def write_plan(
+    source: Path,
+    plan: Mapping[str, QuantType],
+    fmt: QuantFormat,
+    out: Path,
+    *,
+    ranges: Mapping[str, ActivationRange] | None = None,
+    dtype: str = "auto",
+    state: Mapping[str, torch.Tensor] | None = None,
+    note: dict[str, Any] | None = None,
+) -> Path:
+    """A checkpoint of `source` quantized layer by layer as `plan` says (prefix -> W8A8 / W8A8_DYNAMIC / FLOAT;
+    prefixes left out stay FLOAT), written atomically into `out` with its quantization.json.
+
+    What the autopilot writes for each plan it serves, and for the plan it returns. `state` (the source's
+    tensors, already read) saves re-reading a large checkpoint per plan; `note` is added to the report.
+    """
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    torch_dtype = checkpoint_dtype(dtype, config, fmt)
+    state = state if state is not None else read_tensors(source).tensors
+    full = {p: plan.get(p, QuantType.FLOAT) for p in linear_prefixes(list(state))}
+    model = quantize_model(state, full, torch_dtype, ranges, tied_embeddings=ties_word_embeddings(config))
+    with staged_directory(out) as staging:
+        copy_model_files(source, staging)
+        write_format(model, staging, fmt, {**config, **dtype_fields(config, torch_dtype)}, full)
+        layers = [{"layer": p, "type": k.value} for p, k in full.items()]
+        report = {"format": fmt.value, "dtype": dtype_name(torch_dtype), "source": str(source), "layers": layers,
+                  **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}  # fmt: skip
+        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return out
 
 
 def checkpoint_dtype(requested: str, config: dict[str, Any], fmt: QuantFormat) -> torch.dtype:
