@@ -225,6 +225,8 @@ def _evaluator(run: _Run, model: PlanModel) -> Evaluator:
             "every plan), or use --evaluator executor"
         )
     recipe = load_serving_recipe(name)
+    if recipe.embedded_model is None or recipe.embedded_model != request.model:
+        recipe = recipe.with_overrides(model=str(run.source))  # the recipe's settings, this model
     return ServedEvaluator(recipe, run.source, model.units, run.state, ranges=model.ranges, progress=run.progress)
 
 
@@ -290,7 +292,8 @@ def _finish(
     steps: Sequence[Step], *, request: AutoRequest, run: _Run, model: PlanModel, order: list[str], noise: Rise,
     scores: dict[str, float], evaluator: Evaluator, started: float,
 ) -> AutoResult:  # fmt: skip
-    modules = {p: s.value for p, s in expand(dict(plan), model.units).items()} if plan else {}
+    by_prefix = expand(dict(plan), model.units) if plan else {}
+    modules = {p: by_prefix[p].value for p in model.prefixes if p in by_prefix}  # model order
     checkpoint = None
     if request.out is not None and plan:
         checkpoint = write_checkpoint(run.source, plan, model, request.out, request.format)
