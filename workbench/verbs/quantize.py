@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
@@ -128,6 +129,9 @@ def run_auto(args: argparse.Namespace) -> int:
         format=parse_format(args.format or "compressed-tensors"), policy=args.policy,
         calibration_samples=16 if args.num_samples == 32 else args.num_samples, **options,
     )  # fmt: skip
-    result = run_autopilot(request, progress=not (args.no_progress or args.json))
+    def say(line: str) -> None:  # the steps as they happen, on stderr (stdout keeps the plan / --json)
+        print(line, file=sys.stderr, flush=True)
+
+    result = run_autopilot(request, progress=not (args.no_progress or args.json), say=say)
     print(json.dumps(result.to_dict(), indent=1) if args.json else result.text())
     return 0 if result.outcome is Outcome.HOLDS else 1

@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "embedded_models",
                 "envcheck",
                 "evaluate",
+                "lint",
                 "profiling",
                 "quantize",
                 "regress",
