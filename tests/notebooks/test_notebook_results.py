@@ -82,3 +82,20 @@ def test_first_request_notebook_triages_the_real_npu_crash_log(notebook_run):
     assert timeline.index("operator_execution") < timeline.index("aicore_timeout")  # time order
     assert "◀ first" in timeline and "EZ9999" in timeline and "507034" in timeline
     assert "rank 7 (device 7, pid 14897)" in first and "ascend-workbench compare-ops" in first
+
+
+def test_preflight_notebook_lints_the_example_command_at_its_release_and_after_the_upgrade(notebook_run):
+    """Notebook 02's lint step on the shipped real command (vllm-ascend #5798): at v0.13.0rc1 DYNAMIC_EPLB is
+    missing; the upgrade to v0.15.0rc1 moves the three EPLB keys into eplb_config."""
+    outcome = {o.notebook: o for o in notebook_run.outcomes}["02_preflight.ipynb"]
+    assert outcome.ok, f"02 failed at cell {outcome.failed_cell}: {outcome.error}"
+    executed = json.loads((Path(notebook_run.run_dir) / outcome.executed).read_text())
+    tables = [
+        "".join(output.get("data", {}).get("text/html", ""))
+        for cell in executed["cells"]
+        if cell["cell_type"] == "code" and "lint" in "".join(cell["source"])
+        for output in cell.get("outputs", [])
+    ]
+    findings, upgrade = [t for t in tables if t]
+    assert "env.DYNAMIC_EPLB" in findings and "required_missing" in findings
+    assert upgrade.count("renamed") == 3 and "eplb_config.expert_heat_collection_interval" in upgrade

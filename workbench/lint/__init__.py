@@ -1,5 +1,3 @@
-"""Lint what will be served against a vllm-ascend release before it is deployed.
-
-    checkpoint   a quantized checkpoint (msmodelslim or compressed-tensors) against the loader of each release
-                 (`lint_checkpoint`), from the cited capability table ascend_backend/data/quant_capabilities.json
-"""
+"""Lint what will be served against the vllm-ascend release it runs on (`workbench.lint.api`): a serving
+command, script or recipe (the config-truth table), and a quantized checkpoint (`checkpoint.lint_checkpoint`,
+from the cited capability table ascend_backend/data/quant_capabilities.json)."""

@@ -75,21 +75,28 @@ def _version(tag: str):
         return None
 
 
-def resolve_release(release: str | None) -> list[tuple[str, str]]:
-    """(tag, basis) to judge: every tag of the table for None, else the newest tag at or before `release`."""
+def resolve_release(release: str | None, basis: str | None = None) -> list[tuple[str, str]]:
+    """(tag, basis) to judge: every tag of the table for None; else the tag itself, main, or -- as the
+    config-truth lint places a release (`ConfigTable.tag_for`) -- main's column for a release newer than
+    the newest tag read and the newest older tag's column otherwise."""
     tags = capability_table()["tags"]
     if release is None:
-        return [(tag, "every tag of the capability table") for tag in tags]
-    if release in tags or f"v{release}" in tags:
-        tag = release if release in tags else f"v{release}"
-        return [(tag, f"--release {release}")]
-    wanted = _version(release)
+        return [(tag, basis or "no release named: every tag of the capability table") for tag in tags]
+    said = basis or f"--release {release}"
+    text = str(release).strip()
+    for tag in (text, f"v{text}", text.lower()):
+        if tag in tags:
+            return [(tag, said)]
+    wanted = _version(text)
     if wanted is None:
         raise WorkbenchError(f"--release {release!r}: give a vllm-ascend version such as 0.18.0, or one of {', '.join(tags)}")
-    older = [t for t in tags if _version(t) is not None and _version(t) <= wanted]
+    numbered = [(t, _version(t)) for t in tags if _version(t) is not None]
+    if wanted > numbered[-1][1]:
+        return [("main", f"{said}: newer than {numbered[-1][0]}, the newest tag read, so main's column")]
+    older = [t for t, v in numbered if v <= wanted]
     if not older:
         raise WorkbenchError(f"--release {release}: older than the first tag the table reads ({tags[0]})")
-    return [(older[-1], f"--release {release}: judged by {older[-1]}, the newest tag read at or before it")]
+    return [(older[-1], f"{said}: judged by {older[-1]}, the newest tag read before it")]
 
 
 def _cell(row_id: str, tag: str) -> dict[str, Any]:
@@ -333,7 +340,7 @@ def _c8_rules(j: _Judge, description: Mapping[str, Any]) -> None:
                 if j.supported("kv.c8_antiquant") else "this release has no C8 KV cache")  # fmt: skip
             j.add(f"{DESCRIPTION_FILE}:{key}", "C8", row, "c8_layout_unsupported", "error",
                   f"vllm-ascend {j.tag} does not read C8 written as {key} ({expected}): {hint}",
-                  "export C8 in the layout of the release you deploy (ascend-workbench writes both), or drop C8",
+                  "export C8 in the layout of the release you deploy (see the loader line), or drop C8",
                   _cell(other if j.supported(other) else row, j.tag)["cite"])  # fmt: skip
         elif not tensors and j.ckpt.tensors:
             j.add(f"{DESCRIPTION_FILE}:{key}", "C8", row, "c8_scales_missing", "error",
@@ -362,16 +369,17 @@ def _scale_rules(j: _Judge, bad: Sequence[tuple[str, str]]) -> None:
               "re-run calibration (a layer whose inputs were all zero or held NaN), or keep the layer FLOAT")  # fmt: skip
 
 
-def lint_checkpoint(path: str | Path, release: str | None = None) -> list[CheckpointFinding]:
-    """Every finding for `path` at `release` (None: at every tag of the capability table); [] = loads."""
+def lint_checkpoint(path: str | Path, release: str | None = None, basis: str | None = None) -> list[CheckpointFinding]:
+    """Every finding for `path` at `release` (None: at every tag of the capability table); [] = loads.
+    `basis` says why that release (the lint verb's release resolution); it is carried on every finding."""
     ckpt = read_checkpoint(Path(path))
     if ckpt.description is None and ckpt.description_error is None and ckpt.quantization_config is None:
         raise WorkbenchError(f"--checkpoint {path}: neither {DESCRIPTION_FILE} nor a quantization_config in "
                              "config.json; this is not a quantized checkpoint")  # fmt: skip
     bad = _bad_scales(ckpt) if ckpt.tensors else []
     findings: list[CheckpointFinding] = []
-    for tag, basis in resolve_release(release):
-        j = _Judge(ckpt, tag, basis)
+    for tag, why in resolve_release(release, basis):
+        j = _Judge(ckpt, tag, why)
         if ckpt.description_error is not None:
             j.add(DESCRIPTION_FILE, ckpt.description_error, "format.description_file", "description_not_json", "error",
                   f"vllm-ascend json-loads the description at start-up: {ckpt.description_error}",

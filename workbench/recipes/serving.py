@@ -74,6 +74,10 @@ class EngineArgs(Frozen):
     pipeline_parallel_size: int = Field(1, ge=1)
     data_parallel_size: int = Field(1, ge=1)
     distributed_executor_backend: Literal["mp", "ray", "uni"] | None = None
+    # vLLM's JSON-valued arguments: vllm-ascend's own switches, and graph mode (cudagraph_mode, ...).
+    # `ascend-workbench lint` says what each key does on the vllm-ascend release that will read it.
+    additional_config: dict[str, Any] | None = None
+    compilation_config: dict[str, Any] | None = None
     extra_args: tuple[str, ...] = ()
 
     @field_validator("extra_args", mode="before")
@@ -97,7 +101,9 @@ class EngineArgs(Frozen):
             if name.endswith("_parallel_size") and value == 1:
                 continue  # vLLM's default; keeps single-card command lines short
             flag = "--" + name.replace("_", "-")
-            if isinstance(value, bool):
+            if isinstance(value, dict):
+                args += [flag, json.dumps(value, separators=(",", ":"))]
+            elif isinstance(value, bool):
                 # enforce_eager has no --no- form in vLLM; False is its default.
                 if value or name != "enforce_eager":
                     args.append(flag if value else "--no-" + flag[2:])
@@ -195,6 +201,16 @@ class ServingRecipe(Frozen):
             return (self.source.parent / path).resolve()
         looks_local = path.is_absolute() or self.model.startswith((".", "~")) or path.exists()
         return path if looks_local else None
+
+    def server_args(self) -> tuple[str, ...]:
+        """The server's flags this recipe decides (everything but --model, --host and --port)."""
+        args: list[str] = []
+        if self.served_model_name:
+            args += ["--served-model-name", self.served_model_name]
+        args += ["--dtype", self.dtype.value]
+        if self.max_model_len:
+            args += ["--max-model-len", str(self.max_model_len)]
+        return (*args, *self.engine.cli_args())
 
     def rows(self) -> list[dict[str, str]]:
         """(setting, value) rows for a table: every field that is set, engine and env flattened."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from workbench import settings
 from workbench.errors import WorkbenchError
+from workbench.scan.mapping import MappingRow, load_mapping
 from workbench.scan.outputs import write_csv, write_json
 from workbench.scan.report import SEVERITY_ORDER, ScanReport
 from workbench.scan.runner import ScanOptions, scan
@@ -27,6 +28,7 @@ __all__ = [
     "ScanOptions",
     "ScanReport",
     "WalkOptions",
+    "cuda_tie",
     "resolve_target",
     "scan",
     "scan_options",
@@ -91,3 +93,17 @@ def severity_table(report: ScanReport) -> pd.DataFrame:
     counts = report.severity_counts()
     rows = [{"severity": s.value, "findings": counts[s.value], "meaning": s.meaning} for s in SEVERITY_ORDER]
     return pd.DataFrame(rows, columns=["severity", "findings", "meaning"])
+
+
+def cuda_tie(kind: str, name: str, value: str | None = None) -> tuple[str, MappingRow] | None:
+    """The scan rule and its Ascend meaning for one environment variable (`kind` "env") or vLLM option
+    (`kind` "option", with its literal value), or None when the name does not tie a service to CUDA.
+
+    The lint of a serving command asks this, so a CUDA-ism gets the same counterpart in both places.
+    """
+    from workbench.scan import catalog
+
+    rule = catalog.env_rule(name) if kind == "env" else catalog.option_rule(name, value)
+    if rule is None:
+        return None
+    return rule.value, load_mapping().rules[rule.value]

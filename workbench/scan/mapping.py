@@ -122,8 +122,12 @@ class ScanMapping(Frozen):
         return frozenset(self.torch_npu_names.names)
 
     def finding(self, hit: Hit) -> Finding:
-        """The hit with its row's meaning joined in."""
+        """The hit with its row's meaning joined in (for a vLLM graph option with a literal value, what
+        vllm-ascend's platform does to that value, release range by release range)."""
         row = self.rules[hit.rule]
+        counterpart = row.counterpart
+        if hit.rule == Rule.VLLM_CUDAGRAPH_OPTION.value:
+            counterpart += graph_option_rules(hit.detail)
         return Finding(
             file=hit.file,
             line=hit.line,
@@ -131,11 +135,31 @@ class ScanMapping(Frozen):
             rule=hit.rule,
             category=row.category,
             excerpt=hit.excerpt,
-            counterpart=row.counterpart,
+            counterpart=counterpart,
             severity=row.severity,
             verify=f"{row.verify.command()}; {row.method_sections()}",
             detail=hit.detail,
         )
+
+
+def graph_option_rules(detail: str) -> str:
+    """'cudagraph_mode FULL_AND_PIECEWISE' -> '; vllm-ascend v0.11.0rc0..v0.20.2rc1 rewrites it to PIECEWISE
+    (...)': the config-truth table's rules on that compilation_config key whose condition the value meets."""
+    from ascend_backend.npu.config_table import config_table
+
+    key, _, value = detail.strip().partition(" ")
+    key = key.lstrip("-").replace("-", "_")
+    table = config_table()
+    said = []
+    for rule in table.rules:
+        if rule.setting != f"compilation_config.{key}" or not value or not rule.when.holds(value.strip("'\"")):
+            continue
+        spans = ", ".join(s.first if s.first == s.last else f"{s.first}..{s.last}" for s in rule.spans)
+        action = f"rewrites it to {rule.to}" if rule.action == "rewrite" else "refuses it"
+        said.append(f"vllm-ascend {spans} {action} ({rule.reason}; {rule.spans[0].cite})")
+    if not said:
+        return ""
+    return "; " + "; ".join(said) + "; `ascend-workbench lint` judges a whole serving command at your release"
 
 
 def default_mapping_path() -> Path:

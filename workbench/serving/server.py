@@ -182,12 +182,7 @@ def plan_launch(
     port = port or (placed.port if placed is not None else free_port())
     prefix = placed.prefix if placed is not None else ()
     argv = [*prefix, sys.executable, "-m", API_SERVER_MODULE, "--model", model, "--host", HOST, "--port", str(port)]
-    if recipe.served_model_name:
-        argv += ["--served-model-name", recipe.served_model_name]
-    argv += ["--dtype", recipe.dtype.value]
-    if recipe.max_model_len:
-        argv += ["--max-model-len", str(recipe.max_model_len)]
-    argv += [*recipe.engine.cli_args(), *extra_args, *(placed.args if placed else ())]
+    argv += [*recipe.server_args(), *extra_args, *(placed.args if placed else ())]
     log_path = (log_dir or run_dir("server-logs")) / f"{recipe.name}-{utc_stamp()}-{port}.log"
     return LaunchPlan(
         recipe_name=recipe.name,

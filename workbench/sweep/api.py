@@ -24,7 +24,7 @@ from workbench.sweep.diagnosis import Bottleneck, Thresholds, diagnose
 from workbench.sweep.interference import confirm_path
 from workbench.sweep.report import SweepReport, build_report, plan_frame, write_html
 from workbench.sweep.runner import ConfirmOutcome, Execution, SweepOutcome, confirm_best, run_sweep
-from workbench.sweep.spec import SweepSpec, expand, list_sweep_specs, load_sweep_spec
+from workbench.sweep.spec import SweepSpec, expand, list_sweep_specs, load_base_recipe, load_sweep_spec
 from workbench.sweep.store import PointResult, PointStatus, ResultStore
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "confirm_path",
     "diagnose",
     "expand",
+    "load_base_recipe",
     "list_sweep_specs",
     "load_sweep_spec",
     "output_dir",

@@ -58,7 +58,10 @@ def _as_list(value: Any) -> Any:
 # Every engine argument a recipe can set can be swept (extra_args are free text, not an axis). The axes
 # and explicit points are derived from EngineArgs, so a field added there (tensor_parallel_size, a
 # quantization method) is a sweep key at once, validated and parsed exactly as in a serving recipe.
-SWEEPABLE = tuple(name for name in EngineArgs.model_fields if name != "extra_args")
+# The JSON-valued configs (additional_config, compilation_config) are objects, not axis values.
+SWEEPABLE = tuple(
+    name for name in EngineArgs.model_fields if name not in {"extra_args", "additional_config", "compilation_config"}
+)
 
 
 class _AxesBase(Frozen):

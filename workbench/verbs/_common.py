@@ -6,6 +6,7 @@
     add_launch_options(parser)              --env KEY=VALUE, --server-arg ARG (repeatable), --no-progress
     add_server_source(parser)               --url URL | --recipe R, plus the launch options
     add_hang_after(parser)                  --hang-after S   the hang watchdog's threshold (0 = off)
+    add_no_lint(parser)                     --no-lint    start a recipe's server even when `lint` finds errors
 
 `server_from_args(args)` is the one way a verb gets its server: a context manager that attaches to
 `--url` or launches `--recipe` and stops what it launched on exit, Ctrl-C and `kill` included.
@@ -48,6 +49,27 @@ def add_hang_after(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_no_lint(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument(
+        "--no-lint",
+        action="store_true",
+        help="start the server even when `ascend-workbench lint` finds settings that fail or do nothing on the release",
+    )
+
+
+def lint_recipes(args: argparse.Namespace, recipes: list[Any]) -> None:
+    """Lint each recipe before any server starts (docs/METHOD.md §2): warnings print, errors stop here."""
+    if getattr(args, "no_lint", False):
+        return
+    from workbench.lint.api import check_recipe
+
+    seen: list[Any] = []
+    for recipe in recipes:
+        if recipe not in seen:
+            seen.append(recipe)
+            check_recipe(recipe)
+
+
 def add_launch_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--env", action="append", metavar="KEY=VALUE", help="extra environment for a launched server (repeatable)"
@@ -59,6 +81,7 @@ def add_launch_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup
         metavar="ARG",
         help="extra api_server argument for a launched server (repeatable; use --server-arg=--seed --server-arg=0)",
     )
+    add_no_lint(parser)
     add_no_progress(parser)  # type: ignore[arg-type]
 
 
@@ -119,6 +142,8 @@ def server_from_args(args: argparse.Namespace) -> Iterator[Any]:
     from workbench.serving.api import connect
 
     recipe = load_serving_recipe(args.recipe) if args.recipe else None
+    if recipe is not None:
+        lint_recipes(args, [recipe])
     kwargs = launch_extras(args) if recipe is not None else {}
     with (
         terminate_as_interrupt(),

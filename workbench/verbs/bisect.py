@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workbench.verbs._common import add_no_lint, lint_recipes
+
 HELP = "baseline with every feature off, then each feature alone, cumulatively and in pairs"
 DESCRIPTION = (
     "Feature-by-feature enabling on real vLLM servers started from RECIPE. Each step is "
@@ -28,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output directory (default: runs/bisect/<recipe>-<hash of recipe and plan>; rerunning resumes)",
     )
     parser.add_argument("--startup-timeout", type=float, default=None, help="seconds to wait for each server")
+    add_no_lint(parser)
     parser.add_argument(
         "--parallel",
         metavar="auto|N",
@@ -61,6 +64,7 @@ def handle(args: argparse.Namespace) -> int:
     from workbench.recipes import load_serving_recipe
 
     recipe = load_serving_recipe(args.recipe)
+    lint_recipes(args, [recipe])  # the recipe must start; a feature that lint rejects is for the bisect to show
     pool = device_pool(args, recipe)
     plan = load_plan(args.features or default_plan_for(recipe))
     out = args.out or default_out_dir(recipe, plan)

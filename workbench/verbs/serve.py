@@ -14,7 +14,13 @@ import time
 
 from workbench.recipes import load_serving_recipe
 from workbench.serving.api import CrashReport, HangWatchdog, Server, ServerFailure, launch
-from workbench.verbs._common import add_hang_after, add_launch_options, launch_extras, terminate_as_interrupt
+from workbench.verbs._common import (
+    add_hang_after,
+    add_launch_options,
+    launch_extras,
+    lint_recipes,
+    terminate_as_interrupt,
+)
 
 HELP = "start a vLLM server from a recipe and keep it up until Ctrl-C"
 DESCRIPTION = (
@@ -32,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     recipe = load_serving_recipe(args.recipe)
+    lint_recipes(args, [recipe])
     with (
         terminate_as_interrupt(),
         launch(recipe, progress=not args.no_progress, **launch_extras(args)) as server,

@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 
 from workbench.settings import run_dir
-from workbench.verbs._common import add_no_progress
+from workbench.verbs._common import add_no_lint, add_no_progress, lint_recipes
 
 HELP = "tuning sweep over engine arguments: Pareto fronts, best under SLO, diagnosis, HTML report"
 DESCRIPTION = (
@@ -69,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="after the sweep, re-measure alone the K best points that ran side by side",
     )
     parser.add_argument("--report-only", action="store_true", help="do not measure; rebuild report.html from DIR")
+    add_no_lint(parser)
     add_no_progress(parser)
     parser.set_defaults(handler=run)
 
@@ -109,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
     spec = load_sweep_spec(args.spec)
     out = args.out or run_dir("sweeps", spec.name)
     execution = execution_from(args)
+    if not args.report_only:
+        from workbench.sweep.api import expand, load_base_recipe
+
+        lint_recipes(args, [point.recipe for point in expand(spec, load_base_recipe(spec))])
     missing = 0
     if args.adaptive:
         outcome = run_adaptive(spec, out, progress=not args.no_progress)

@@ -117,3 +117,17 @@ def test_a_row_without_citation_or_with_a_typo_fails(tmp_path):
 def test_a_missing_mapping_file_is_one_clear_error(tmp_path):
     with pytest.raises(WorkbenchError, match=r"scan mapping .*nope.yaml not found"):
         load_mapping(tmp_path / "nope.yaml")
+
+
+def test_a_graph_option_value_carries_what_vllm_ascend_does_to_it(tmp_path):
+    """cudagraph_mode FULL_AND_PIECEWISE in a serving script: the finding names the releases whose
+    platform rewrites it (from the config-truth table), and none is added for a value no rule touches."""
+    from workbench.scan.api import scan_path
+
+    script = tmp_path / "serve.sh"
+    script.write_text('vllm serve m --compilation-config \'{"cudagraph_mode": "FULL_AND_PIECEWISE"}\'\n')
+    (finding,) = [f for f in scan_path(script).findings if f.rule == "vllm.cudagraph_option"]
+    assert "rewrites it to PIECEWISE" in finding.counterpart and "v0.11.0rc0" in finding.counterpart
+    script.write_text('vllm serve m --compilation-config \'{"cudagraph_mode": "FULL_DECODE_ONLY"}\'\n')
+    (finding,) = [f for f in scan_path(script).findings if f.rule == "vllm.cudagraph_option"]
+    assert "rewrites" not in finding.counterpart

