@@ -50,7 +50,9 @@ class PlanScheme(str, enum.Enum):
     @property
     def quant_type(self) -> QuantType | None:
         """The W8A8 writers' type for this scheme (None: the W8A8 writers cannot store it)."""
-        return {"W8A8": QuantType.W8A8, "W8A8_DYNAMIC": QuantType.W8A8_DYNAMIC, "FLOAT": QuantType.FLOAT}.get(self.value)
+        return {"W8A8": QuantType.W8A8, "W8A8_DYNAMIC": QuantType.W8A8_DYNAMIC, "FLOAT": QuantType.FLOAT}.get(
+            self.value
+        )
 
     @property
     def weight_bits(self) -> int | None:

@@ -312,8 +312,9 @@ def write_fix(report: LintReport, out: str | Path) -> str:
     return fix_mod.write_fix(report.parsed, list(report.findings), Path(out), report.source)
 
 
-def checkpoint_release(release: str | None, stack: Mapping[str, Any] | None = None,
-                       stack_source: str = "the stack file") -> tuple[str | None, str | None]:
+def checkpoint_release(
+    release: str | None, stack: Mapping[str, Any] | None = None, stack_source: str = "the stack file"
+) -> tuple[str | None, str | None]:
     """(release, basis) for `lint --checkpoint`: --release, else the release this machine or the stack runs
     (`resolve_target`, as for a command); with neither, (None, None): the checkpoint is judged at every tag."""
     from workbench.lint.release import _installed

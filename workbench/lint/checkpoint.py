@@ -89,7 +89,9 @@ def resolve_release(release: str | None, basis: str | None = None) -> list[tuple
             return [(tag, said)]
     wanted = _version(text)
     if wanted is None:
-        raise WorkbenchError(f"--release {release!r}: give a vllm-ascend version such as 0.18.0, or one of {', '.join(tags)}")
+        raise WorkbenchError(
+            f"--release {release!r}: give a vllm-ascend version such as 0.18.0, or one of {', '.join(tags)}"
+        )
     numbered = [(t, _version(t)) for t in tags if _version(t) is not None]
     if wanted > numbered[-1][1]:
         return [("main", f"{said}: newer than {numbered[-1][0]}, the newest tag read, so main's column")]
@@ -178,7 +180,13 @@ def _bad_scales(ckpt: _Checkpoint) -> list[tuple[str, str]]:
     by_file: dict[Path, list[str]] = {}
     for name, (_, _, file) in ckpt.tensors.items():
         leaf = name.rsplit(".", 1)[-1]
-        if leaf in ("weight_scale", "input_scale", "deq_scale", "kv_cache_scale", "weight_scale_second") or leaf.endswith("antiquant_scale"):
+        if leaf in (
+            "weight_scale",
+            "input_scale",
+            "deq_scale",
+            "kv_cache_scale",
+            "weight_scale_second",
+        ) or leaf.endswith("antiquant_scale"):
             by_file.setdefault(file, []).append(name)
     for file, names in by_file.items():
         with safe_open(str(file), framework="pt") as handle:
@@ -343,8 +351,15 @@ def _c8_rules(j: _Judge, description: Mapping[str, Any]) -> None:
                   "export C8 in the layout of the release you deploy (see the loader line), or drop C8",
                   _cell(other if j.supported(other) else row, j.tag)["cite"])  # fmt: skip
         elif not tensors and j.ckpt.tensors:
-            j.add(f"{DESCRIPTION_FILE}:{key}", "C8", row, "c8_scales_missing", "error",
-                  f"{key} is C8 but no {expected} tensor is stored", "re-export the KV scales with the checkpoint")
+            j.add(
+                f"{DESCRIPTION_FILE}:{key}",
+                "C8",
+                row,
+                "c8_scales_missing",
+                "error",
+                f"{key} is C8 but no {expected} tensor is stored",
+                "re-export the KV scales with the checkpoint",
+            )
 
 
 def _compressed_tensors_rules(j: _Judge) -> None:

@@ -13,8 +13,19 @@ from ascend_backend.quantization.scheme import PlanScheme
 from workbench.errors import WorkbenchError
 from workbench.quantize.autopilot import AutoRequest, AutoResult, Outcome, run_autopilot
 from workbench.quantize.checkpoint import quantize_checkpoint
-from workbench.quantize.report import description_counts, layer_table, range_figure, round_trip
+from workbench.quantize.report import (
+    accuracy_table,
+    description_counts,
+    layer_table,
+    plan_table,
+    range_figure,
+    round_trip,
+    sensitivity_figure,
+    steps_figure,
+    steps_table,
+)
 from workbench.quantize.request import QuantizeRequest, QuantizeResult, Scheme, parse_format
+from workbench.quantize.served import compare_served
 from workbench.quantize.texts import Target
 
 
@@ -35,12 +46,18 @@ __all__ = [
     "QuantizeResult",
     "Scheme",
     "Target",
+    "accuracy_table",
+    "compare_served",
     "description_counts",
     "layer_table",
     "parse_format",
     "parse_ladder",
+    "plan_table",
     "quantize_checkpoint",
     "range_figure",
     "round_trip",
     "run_autopilot",
+    "sensitivity_figure",
+    "steps_figure",
+    "steps_table",
 ]

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from ascend_backend.quantization import QuantFormat
 from ascend_backend.quantization.scheme import PlanScheme
-from ascend_backend.quantization.units import expand
+from ascend_backend.quantization.units import RollbackUnit, expand
 from workbench.errors import WorkbenchError
 from workbench.quantize import sensitivity, texts
 from workbench.quantize.evalcache import EvalCache, digest
@@ -121,6 +121,9 @@ class AutoResult:
     state_dir: Path
     checkpoint: Path | None = None
     sensitivity: dict[str, float] = field(default_factory=dict)
+    model: str = ""  # the request's model (tiny, smollm2 or a directory)
+    unit_list: tuple[RollbackUnit, ...] = ()  # the model's units, for serving the plan (not in to_dict)
+    scored: texts.Splits | None = None  # the dev and test texts (not in to_dict)
 
     @property
     def float_modules(self) -> list[str]:
@@ -135,7 +138,7 @@ class AutoResult:
             "test": self.test.to_dict() if self.test else None, "steps": [s.to_dict() for s in self.steps],
             "evaluations": self.evaluations, "seconds": round(self.seconds, 1), "splits": self.splits,
             "state_dir": str(self.state_dir), "checkpoint": str(self.checkpoint) if self.checkpoint else None,
-            "sensitivity": self.sensitivity,
+            "sensitivity": self.sensitivity, "model": self.model,
         }  # fmt: skip
 
     def text(self) -> str:
@@ -301,7 +304,7 @@ def _finish(
         outcome, message, request.budget, {u: s.value for u, s in plan.items()}, modules, order, request.proxy,
         evaluator.measured(plan or {}).value, noise, dev, test, tuple(steps), run.evaluations,
         time.perf_counter() - started, run.splits.describe(), run.state, checkpoint,
-        {u: float(v) for u, v in scores.items()},
+        {u: float(v) for u, v in scores.items()}, request.model, tuple(model.units), run.splits,
     )  # fmt: skip
     (run.state / PLAN_FILE).write_text(json.dumps(result.to_dict(), indent=1) + "\n", encoding="utf-8")
     return result

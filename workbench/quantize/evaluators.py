@@ -49,9 +49,7 @@ class Evaluator(Protocol):
 
     def measured(self, plan: Mapping[str, PlanScheme]) -> Measured: ...
 
-    def losses(
-        self, plan: Mapping[str, PlanScheme], texts: Sequence[ScoredText], repeats: int = 1
-    ) -> list[Losses]: ...
+    def losses(self, plan: Mapping[str, PlanScheme], texts: Sequence[ScoredText], repeats: int = 1) -> list[Losses]: ...
 
 
 class ExecutorEvaluator:
@@ -156,7 +154,9 @@ def score_served(
                     entries = future.result()
                     out[text.id] = reference_nll(entries, text.ids, text.start).nll_sum
                 except (endpoints.RequestFailed, ValueError) as exc:
-                    raise WorkbenchError(f"{url}: scoring text {text.id} failed ({exc}); is the server healthy?") from None
+                    raise WorkbenchError(
+                        f"{url}: scoring text {text.id} failed ({exc}); is the server healthy?"
+                    ) from None
                 bar.update()
         finally:
             bar.close()

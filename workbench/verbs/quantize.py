@@ -129,6 +129,7 @@ def run_auto(args: argparse.Namespace) -> int:
         format=parse_format(args.format or "compressed-tensors"), policy=args.policy,
         calibration_samples=16 if args.num_samples == 32 else args.num_samples, **options,
     )  # fmt: skip
+
     def say(line: str) -> None:  # the steps as they happen, on stderr (stdout keeps the plan / --json)
         print(line, file=sys.stderr, flush=True)
 

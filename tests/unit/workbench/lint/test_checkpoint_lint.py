@@ -77,7 +77,9 @@ def test_a_release_is_judged_by_the_newest_tag_at_or_before_it(release, tag):
     assert [t for t, _ in resolve_release(release)] == [tag]
 
 
-@pytest.mark.parametrize("release,message", [("0.1.0", "older than the first tag"), ("banana", "give a vllm-ascend version")])
+@pytest.mark.parametrize(
+    "release,message", [("0.1.0", "older than the first tag"), ("banana", "give a vllm-ascend version")]
+)
 def test_a_bad_release_is_one_clear_error(release, message):
     with pytest.raises(WorkbenchError, match=message):
         resolve_release(release)
