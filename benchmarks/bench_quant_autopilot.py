@@ -18,6 +18,11 @@ search      `run_autopilot` on SmolLM2 with the served evaluator: evaluations, w
 throughput  float / all-int8 (W8A8_DYNAMIC everywhere) / the plan on the served engine, alternating order per
             pair (`vllm bench serve` definitions via the workbench's load generator); ratios per pair and
             geometric means.
+schemes     Every scheme on every unit at once, tiny (the control: SmolLM2's weights come from a 4-bit GGUF)
+            and SmolLM2: NLL rise on the held-out split in the executor (W8A8 / W8A8_DYNAMIC: the integer path;
+            W8A16, W4A16, W4A8: fake-quant) and on the served engine where vLLM's CPU build runs the scheme
+            (W8A8_DYNAMIC, W4A16); C8 (int8 KV cache, fake-quant at the cache write) as greedy agreement with
+            the float model over 32 decoded tokens.
 lint        `lint_checkpoint` on the corpus and on SmolLM2's plan checkpoint, every tag: seconds per call.
 
 Results are printed and written as JSON under --out (default runs/bench-quant-autopilot/).
@@ -208,6 +213,67 @@ def throughput_bench(args) -> None:
     _save(args.out, f"throughput-{args.model}", {"pairs": pairs, "geomean": geo, "workload": vars(workload)})
 
 
+def schemes_bench(args) -> None:
+    from ascend_backend.models import Executor, SamplingParams
+    from ascend_backend.quantization.kv_c8 import (
+        KVScales,
+        fake_quant_kv_write,
+        kv_cache_write,
+        layer_finder,
+        observe_kv,
+    )
+    from workbench.quantize.evaluators import ServedEvaluator
+    from workbench.quantize.plan_model import measured_by
+    from workbench.recipes import load_serving_recipe
+
+    rows = []
+    for name in args.models.split(","):
+        source = resolve_model(name)
+        model = PlanModel(source, group_size=args.group_size)
+        model.calibrate(texts.calibration(source, args.calibration))
+        splits = texts.build_splits(source, limit=args.limit, target=texts.Target(args.target), model=model)
+        model.apply({})
+        reference = {x.id: x.nll_sum for x in model.score(splits.test)}
+        served = ServedEvaluator(load_serving_recipe(f"cpu-{name}"), source, model.units, args.out / f"schemes-{name}",
+                                 progress=False, group_size=args.group_size)  # fmt: skip
+        (served_float,) = served.losses({u.name: PlanScheme.FLOAT for u in model.units}, splits.test)
+        for scheme in (PlanScheme.W8A8_DYNAMIC, PlanScheme.W8A8, PlanScheme.W8A16, PlanScheme.W4A16,
+                       PlanScheme.W4A8_DYNAMIC):  # fmt: skip
+            plan = {u.name: scheme for u in model.units}
+            model.apply_units(plan)
+            rise = nll_rise({x.id: x.nll_sum for x in model.score(splits.test)}, reference)
+            rows.append(
+                {"model": name, "scheme": scheme.value, "measured": measured_by(scheme).value, **rise.to_dict()}
+            )
+            print(rows[-1], flush=True)
+            if scheme in (PlanScheme.W8A8_DYNAMIC, PlanScheme.W4A16):
+                (losses,) = served.losses(plan, splits.test)
+                rows.append({"model": name, "scheme": scheme.value, "measured": "served",
+                             **nll_rise(losses, served_float).to_dict()})  # fmt: skip
+                print(rows[-1], flush=True)
+        model.apply({})
+        prompts = [list(t.ids[: t.start]) for t in splits.test]
+        executor = Executor(model.model, block_size=32, num_blocks=(max(map(len, prompts)) // 32 + 3) * len(prompts),
+                            enable_prefix_caching=False)  # fmt: skip
+        sampling = SamplingParams(max_tokens=32, stop_at_eos=False)
+        layer_of = layer_finder(executor.kv_caches)
+        amax: dict = {}
+        with kv_cache_write(observe_kv(layer_of, amax)):
+            executor.generate(
+                [list(t.ids) for t in texts.calibration(source, args.calibration)], SamplingParams(max_tokens=1)
+            )
+        scales = {i: KVScales.from_amax(*a) for i, a in amax.items()}
+        plain = executor.generate(prompts, sampling)
+        with kv_cache_write(fake_quant_kv_write(layer_of, scales)):
+            c8 = executor.generate(prompts, sampling)
+        agree = [next((i for i, (a, b) in enumerate(zip(p.token_ids, q.token_ids)) if a != b), 32) / 32
+                 for p, q in zip(plain, c8)]  # fmt: skip
+        rows.append({"model": name, "scheme": "C8 (KV int8)", "measured": "fake-quant",
+                     "greedy_agreement": sum(agree) / len(agree), "exact": sum(a == 1 for a in agree) / len(agree)})  # fmt: skip
+        print(rows[-1], flush=True)
+    _save(args.out, "schemes", {"rows": rows, "group_size": args.group_size, "limit": args.limit})
+
+
 def lint_bench(args) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "quant_lint"))
     import build  # the corpus builder
@@ -237,7 +303,9 @@ def lint_bench(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("part", choices=["planted", "agreement", "search", "throughput", "lint"])
+    parser.add_argument("part", choices=["planted", "agreement", "search", "throughput", "schemes", "lint"])
+    parser.add_argument("--models", default="tiny,smollm2", help="schemes: models to measure")
+    parser.add_argument("--group-size", type=int, default=32)
     parser.add_argument("--out", type=Path, default=Path("runs/bench-quant-autopilot"))
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--seeds", type=int, default=10)
@@ -262,7 +330,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     {"planted": planted_bench, "agreement": agreement_bench, "search": search_bench,
-     "throughput": throughput_bench, "lint": lint_bench}[args.part](args)  # fmt: skip
+     "throughput": throughput_bench, "schemes": schemes_bench, "lint": lint_bench}[args.part](args)  # fmt: skip
 
 
 if __name__ == "__main__":

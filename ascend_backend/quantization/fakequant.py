@@ -77,9 +77,12 @@ def dequantize_weight_groups(q: torch.Tensor, scale: torch.Tensor) -> torch.Tens
     )
 
 
-def fake_quant_weight(weight: torch.Tensor, bits: int, group_size: int | None) -> torch.Tensor:
-    """[out, in] float32: the weight as the scheme stores it (rounded to its grid, dequantized)."""
-    return dequantize_weight_groups(*quantize_weight_groups(weight, bits, group_size))
+def fake_quant_weight(
+    weight: torch.Tensor, bits: int, group_size: int | None, scale_dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """[out, in] float32: the weight as the scheme stores it (rounded to its grid, dequantized); scales rounded
+    through `scale_dtype`, the dtype the checkpoint stores them in."""
+    return dequantize_weight_groups(*quantize_weight_groups(weight, bits, group_size, scale_dtype))
 
 
 def fake_quant_per_token(x: torch.Tensor) -> torch.Tensor:
@@ -112,9 +115,11 @@ class FakeQuantLinear(nn.Module):
         group_size: int | None,
         *,
         int8_inputs: bool = False,
+        scale_dtype: torch.dtype = torch.float32,
     ) -> None:
         super().__init__()
-        self.register_buffer("weight", fake_quant_weight(weight, bits, group_size).to(weight.dtype))  # [out, in]
+        rounded = fake_quant_weight(weight, bits, group_size, scale_dtype)
+        self.register_buffer("weight", rounded.to(weight.dtype))  # [out, in]
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
         self.int8_inputs = int8_inputs
 

@@ -77,6 +77,7 @@ class AutoRequest:
     max_float: int | None = None  # units allowed in float; default: policy max_float_fraction of them
     calibration_samples: int = 16
     max_tokens: int = 384  # per scored text
+    group_size: int = 32  # of the 4-bit schemes (W4A16, W4A8_DYNAMIC)
     state_dir: Path | None = None  # where measurements are kept; default runs/quantize-auto/<model>-<settings>
     out: Path | None = None  # write the plan's checkpoint here
     format: QuantFormat = QuantFormat.COMPRESSED_TENSORS
@@ -230,7 +231,8 @@ def _evaluator(run: _Run, model: PlanModel) -> Evaluator:
     recipe = load_serving_recipe(name)
     if recipe.embedded_model is None or recipe.embedded_model != request.model:
         recipe = recipe.with_overrides(model=str(run.source))  # the recipe's settings, this model
-    return ServedEvaluator(recipe, run.source, model.units, run.state, ranges=model.ranges, progress=run.progress)
+    return ServedEvaluator(recipe, run.source, model.units, run.state, ranges=model.ranges, progress=run.progress,
+                           group_size=request.group_size)  # fmt: skip
 
 
 def run_autopilot(
@@ -239,7 +241,7 @@ def run_autopilot(
     """Run the autopilot (see the module docstring); `say` receives one line per step (default: tqdm.write)."""
     started = time.perf_counter()
     run = _Run(request, progress, say or (tqdm.write if progress else (lambda _line: None)))
-    model = PlanModel(run.source)
+    model = PlanModel(run.source, group_size=request.group_size)
     calibration = texts.calibration(run.source, request.calibration_samples)
     model.calibrate(calibration)
     run.splits = texts.build_splits(run.source, request.datasets, limit=request.limit, target=request.target,

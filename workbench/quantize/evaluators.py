@@ -70,7 +70,7 @@ class ExecutorEvaluator:
         return [dict(scored) for _ in range(repeats)]  # deterministic: a repeat is the same number
 
 
-SERVABLE = {PlanScheme.W8A8, PlanScheme.W8A8_DYNAMIC, PlanScheme.FLOAT}
+SERVABLE = {PlanScheme.W8A8, PlanScheme.W8A8_DYNAMIC, PlanScheme.W4A16, PlanScheme.FLOAT}
 
 
 class ServedEvaluator:
@@ -86,12 +86,17 @@ class ServedEvaluator:
         ranges: Mapping[str, ActivationRange] | None = None,
         concurrency: int = 4,
         progress: bool = True,
+        group_size: int = 32,
+        extra_env: Mapping[str, str] | None = None,
     ):
         self.recipe, self.source, self.units = recipe, Path(source), list(units)
+        self.group_size = group_size
+        self.extra_env = dict(extra_env or {})  # for every server it launches (a test session's marker)
         self.work_dir = Path(work_dir)
         self.ranges = dict(ranges or {})
         self.concurrency, self.progress = concurrency, progress
-        self.identity = digest({"engine": "served", "recipe": recipe.identity(), "source": str(self.source)})
+        self.identity = digest({"engine": "served", "recipe": recipe.identity(), "source": str(self.source),
+                                "group_size": group_size})  # fmt: skip
         self._state: dict[str, torch.Tensor] | None = None
 
     def measured(self, plan: Mapping[str, PlanScheme]) -> Measured:
@@ -99,19 +104,25 @@ class ServedEvaluator:
 
     def checkpoint(self, plan: Mapping[str, PlanScheme]) -> Path:
         """The plan's compressed-tensors directory (written once, then reused)."""
-        from workbench.quantize.checkpoint import write_plan
+        from workbench.quantize.checkpoint import write_plan, write_weight_only
 
-        wrong = sorted({s.value for s in plan.values()} - {s.value for s in SERVABLE})
+        kinds = set(plan.values())
+        wrong = sorted(s.value for s in kinds - SERVABLE)
         if wrong:
             raise WorkbenchError(
-                f"scheme {wrong[0]} cannot be served by this evaluator (vLLM's int8 path takes W8A8 and "
-                "W8A8_DYNAMIC); measure it with --evaluator executor"
+                f"scheme {wrong[0]} cannot be served here (vLLM's CPU build has no 8-bit weight-only kernel and no "
+                "W4A8); measure it with --evaluator executor (fake-quant)"
             )
-        out = self.work_dir / "checkpoints" / digest(sorted((k, v.value) for k, v in plan.items()))
+        if PlanScheme.W4A16 in kinds and kinds & {PlanScheme.W8A8, PlanScheme.W8A8_DYNAMIC}:
+            raise WorkbenchError("a served plan mixes W4A16 with W8A8 schemes; use one ladder of W4A16,FLOAT")
+        out = self.work_dir / "checkpoints" / digest([sorted((k, v.value) for k, v in plan.items()), self.group_size])
         if (out / "config.json").is_file():
             return out
         if self._state is None:
             self._state = read_tensors(self.source).tensors
+        if PlanScheme.W4A16 in kinds:
+            return write_weight_only(self.source, expand(plan, self.units), out, group_size=self.group_size,
+                                     state=self._state, note={"plan": {k: v.value for k, v in plan.items()}})  # fmt: skip
         layer_plan = {p: s.quant_type for p, s in expand(plan, self.units).items()}
         return write_plan(self.source, layer_plan, QuantFormat.COMPRESSED_TENSORS, out, ranges=self.ranges,
                           state=self._state, note={"plan": {k: v.value for k, v in plan.items()}})  # fmt: skip
@@ -131,7 +142,7 @@ class ServedEvaluator:
 
         recipe = self.recipe_for(plan)
         pooled = recipe is self.recipe  # the float server is shared; a plan's server is used once
-        with launch(recipe, progress=self.progress, pooled=pooled) as server:
+        with launch(recipe, progress=self.progress, pooled=pooled, extra_env=self.extra_env) as server:
             return [
                 score_served(server.url, server.model, texts if r % 2 == 0 else list(reversed(texts)),
                              self.concurrency, progress=self.progress)

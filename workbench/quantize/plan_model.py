@@ -143,7 +143,7 @@ class PlanModel:
         weight, bias = layer.weight.detach(), None if layer.bias is None else layer.bias.detach()
         if scheme in (PlanScheme.W8A16, PlanScheme.W4A16, PlanScheme.W4A8_DYNAMIC):
             group = None if scheme is PlanScheme.W8A16 else self.group_size
-            return FakeQuantLinear(weight, bias, scheme.weight_bits or 8, group,
+            return FakeQuantLinear(weight, bias, scheme.weight_bits or 8, group, scale_dtype=CHECKPOINT_DTYPE,
                                    int8_inputs=scheme is PlanScheme.W4A8_DYNAMIC)  # fmt: skip
         activation = self.unit_range(prefix) if scheme is PlanScheme.W8A8 else None
         quant_type = QuantType.W8A8 if scheme is PlanScheme.W8A8 else QuantType.W8A8_DYNAMIC

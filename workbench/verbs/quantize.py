@@ -79,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     auto.add_argument("--target", default="reference", choices=["reference", "float-greedy"],
                       help="score the references, or the float model's own greedy continuations")  # fmt: skip
     auto.add_argument("--max-float", type=int, help="most units kept in float (default: the policy's share)")
+    auto.add_argument("--group-size", type=int, default=32, help="group size of the 4-bit rungs (default 32)")
     auto.add_argument("--state-dir", type=Path, help="where measurements are kept; a rerun resumes there")
     auto.add_argument("--policy", help="autopilot policy file (default policy/quantize/autopilot.yaml)")
     add_json_print(auto, "the plan (scheme per module, the modules kept in float, every step)")
@@ -127,7 +128,7 @@ def run_auto(args: argparse.Namespace) -> int:
         model=args.model, budget=args.budget, evaluator=args.evaluator, recipe=args.recipe, limit=args.limit,
         target=Target(args.target), max_float=args.max_float, state_dir=args.state_dir, out=args.out,
         format=parse_format(args.format or "compressed-tensors"), policy=args.policy,
-        calibration_samples=16 if args.num_samples == 32 else args.num_samples, **options,
+        calibration_samples=16 if args.num_samples == 32 else args.num_samples, group_size=args.group_size, **options,
     )  # fmt: skip
 
     def say(line: str) -> None:  # the steps as they happen, on stderr (stdout keeps the plan / --json)
