@@ -133,3 +133,22 @@ def test_a_served_plan_needs_a_recipe_for_a_directory(planted_dir, tmp_path):
     with pytest.raises(WorkbenchError, match="give --recipe"):
         run_autopilot(AutoRequest(str(planted_dir), datasets=("text",), limit=4, calibration_samples=2,
                                   max_tokens=64, state_dir=tmp_path), progress=False)  # fmt: skip
+
+
+def test_an_engine_noisier_than_the_budget_allows_is_refused(planted_dir, tmp_path, monkeypatch):
+    """The second float pass differs by ~2%: a 0.5% budget cannot be resolved, so no search is run."""
+    from workbench.quantize.evaluators import ExecutorEvaluator
+
+    exact = ExecutorEvaluator.losses
+
+    def noisy(self, plan, texts, repeats=1):
+        runs = exact(self, plan, texts, repeats)
+        return [runs[0]] + [{k: v * (1.02 + 0.01 * (i % 3)) for i, (k, v) in enumerate(r.items())} for r in runs[1:]]
+
+    monkeypatch.setattr(ExecutorEvaluator, "losses", noisy)
+    request = AutoRequest(str(planted_dir), budget=0.5, evaluator="executor", proxy="kurtosis", datasets=("text",),
+                          limit=8, target=Target.FLOAT_GREEDY, calibration_samples=4, max_tokens=96,
+                          state_dir=tmp_path)  # fmt: skip
+    result = run_autopilot(request, progress=False)
+    assert result.outcome is Outcome.REFUSED and result.steps == () and result.units == {}
+    assert "raise --budget or --limit" in result.message and result.noise.low > 1.5
