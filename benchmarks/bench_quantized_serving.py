@@ -25,8 +25,13 @@ RECIPES = ("cpu-smollm2", "cpu-smollm2-w8a8")
 
 
 def measure(recipe_name: str, workload: Workload, warmup: Workload) -> dict[str, float]:
-    recipe = load_serving_recipe(recipe_name)
-    with launch(recipe, progress=False) as server:
+    return measure_recipe(load_serving_recipe(recipe_name), workload, warmup)
+
+
+def measure_recipe(recipe, workload: Workload, warmup: Workload) -> dict[str, float]:
+    """One fresh server of `recipe`: warm-up, then the workload; output tok/s, mean TTFT and TPOT."""
+    recipe_name = recipe.name
+    with launch(recipe, progress=False, pooled=False) as server:
         run_load(server.url, server.model, warmup, progress=False)
         summary = run_load(server.url, server.model, workload, progress=False).summary
     if summary.failed:

@@ -14,6 +14,12 @@ with torch alone:
     compressed_tensors   config.json quantization_config + int8 tensors (vLLM CPU/CUDA int8 kernels)
     ops                  registry ops `w8a8_linear` and `w8a8_dynamic_linear`: npu_quantize /
                          npu_dynamic_quant + npu_quant_matmul on an NPU, the integer path natively
+    units                rollback units: the fused groups (qkv, o, gate_up, down) a plan keeps in float together
+    fakequant            the rounding of the schemes no kernel here runs (W8A16, W4A16, W4A8, KV int8), and
+                         `Measured`: how a scheme's accuracy was obtained (served / executor / fake-quant)
+    weight_only          W8A16 / W4A16 layers in compressed-tensors pack-quantized and msmodelslim W8A16
+    kv_c8                the int8 KV cache: calibrated and fake-quantized at the registry's cache write,
+                         written in vllm-ascend's v0.11.0 and v0.18.0+ layouts
 
     from ascend_backend import quantization as q
     model = q.read_checkpoint("/ckpt")            # either format, checked, -> QuantizedModel

@@ -33,6 +33,42 @@ class QuantType(str, enum.Enum):
     FLOAT = "FLOAT"
 
 
+class PlanScheme(str, enum.Enum):
+    """What a quantization plan may assign one linear: msmodelslim's type names, wider than QuantType.
+
+    QuantType is what this package's W8A8 writers and readers carry; a plan also names the weight-only
+    and 4-bit schemes whose accuracy the autopilot measures (`fakequant` says how each is measured).
+    """
+
+    W8A8 = "W8A8"  # int8 weights per channel, static per-tensor int8 inputs
+    W8A8_DYNAMIC = "W8A8_DYNAMIC"  # int8 weights per channel, int8 inputs per token
+    W8A16 = "W8A16"  # int8 weights per channel, float inputs
+    W4A16 = "W4A16"  # int4 weights per group, float inputs
+    W4A8_DYNAMIC = "W4A8_DYNAMIC"  # int4 weights per group, int8 inputs per token
+    FLOAT = "FLOAT"
+
+    @property
+    def quant_type(self) -> QuantType | None:
+        """The W8A8 writers' type for this scheme (None: the W8A8 writers cannot store it)."""
+        return {"W8A8": QuantType.W8A8, "W8A8_DYNAMIC": QuantType.W8A8_DYNAMIC, "FLOAT": QuantType.FLOAT}.get(
+            self.value
+        )
+
+    @property
+    def weight_bits(self) -> int | None:
+        return None if self is PlanScheme.FLOAT else (4 if self.value.startswith("W4") else 8)
+
+    @classmethod
+    def parse(cls, text: str) -> PlanScheme:
+        """'w8a8-dynamic', 'W8A8_DYNAMIC', 'float' ... -> the scheme (ValueError naming the choices)."""
+        key = text.strip().upper().replace("-", "_")
+        aliases = {"W8A8_STATIC": "W8A8", "W4A8": "W4A8_DYNAMIC"}
+        try:
+            return cls(aliases.get(key, key))
+        except ValueError:
+            raise ValueError(f"unknown scheme {text!r}; choose {', '.join(s.value for s in cls)}") from None
+
+
 class QuantFormat(str, enum.Enum):
     """On-disk layouts: Ascend's (vllm-ascend `--quantization ascend`) and vLLM's compressed-tensors."""
 

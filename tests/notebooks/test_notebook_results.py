@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from workbench.embedded_models.catalog import prepare
-from workbench.evaluate.report import compare_runs, read_run
 from workbench.profiling.profile import Profile
 
 pytestmark = pytest.mark.notebooks
@@ -47,23 +46,28 @@ def test_profiling_notebook_sees_the_all_reduces_of_its_tp2_capture(notebook_run
     assert all(s["summary"]["verdicts"] for s in saved.values())
 
 
-def test_quantization_notebook_served_the_int8_checkpoint_close_to_float(notebook_run):
-    work = notebook_outputs(notebook_run, "10_quantization.ipynb", "quantization/*/eval-w8a8")[-1]
-    config = json.loads((prepare("smollm2-w8a8") / "config.json").read_text())  # what the recipe served
-    groups = config["quantization_config"]["config_groups"]
-    assert groups["group_0"]["weights"]["num_bits"] == 8 and groups["group_0"]["input_activations"]["dynamic"]
+def test_quantization_notebook_searched_proved_served_and_linted_a_plan(notebook_run):
+    """Notebook 10's autopilot on SmolLM2: a plan with its intervals, served beside float and all-int8, linted."""
+    from workbench.lint.checkpoint import lint_checkpoint
+
+    state = notebook_outputs(notebook_run, "10_quantization.ipynb", "quantization/*/autopilot/plan.json")[-1]
+    plan = json.loads(state.read_text())
+    assert plan["outcome"] in ("holds", "fails-on-test", "infeasible") and plan["steps"]
+    assert plan["test"]["low"] <= plan["test"]["percent"] <= plan["test"]["high"]  # the held-out interval
+    assert plan["noise_floor"]["high"] <= 0.25 * plan["budget_pct"]  # the noise floor was checked first
+    assert set(plan["modules"].values()) <= {"W8A8_DYNAMIC", "FLOAT"} and len(plan["modules"]) == 30 * 7
+    served = json.loads((state.parent / "served.json").read_text())["rows"]
+    assert [r["configuration"] for r in served] == ["float", "all-int8", "plan"]
+    assert all(r["failed_requests"] == 0 and r["output_tok_s"] > 0 for r in served)
+    # a working int8 path stays within a few percent of float's held-out NLL; a wrong scale costs whole nats
+    assert all(abs(r["held_out_rise_pct"]) < 15 for r in served), served
     logs = notebook_outputs(notebook_run, "10_quantization.ipynb", "server-logs/cpu-smollm2-w8a8-*.log")
     assert any("CompressedTensorsW8A8Int8" in log.read_text(errors="replace") for log in logs)
-    w8a8 = read_run(work)
-    assert w8a8["humaneval"].header["provenance"]["model"] == "smollm2-w8a8"
-    assert all(r["token_ids"] for run in w8a8.values() for r in run.greedy.values())  # it answered
-    compared = compare_runs(work.parent / "eval-float", work)
-    assert {d.dataset for d in compared.datasets} == {"humaneval", "text"}
-    for dataset in compared.datasets:
-        # A working int8 path stays within a few percent of the float model's NLL (1.3% on code and 3.3% on
-        # prose when this was written); a wrong scale or pack format costs whole nats per token.
-        assert dataset.nll_problems == 3
-        assert dataset.nll_test < 1.15 * dataset.nll_reference, dataset
+    config = json.loads((prepare("smollm2-w8a8") / "config.json").read_text())  # what the int8 recipe served
+    assert config["quantization_config"]["config_groups"]["group_0"]["input_activations"]["dynamic"]
+    checkpoint = state.parent.parent / "plan-msmodelslim"
+    assert (checkpoint / "quant_model_description.json").is_file()
+    assert [f for f in lint_checkpoint(checkpoint, "v0.18.0") if f.severity == "error"] == []
 
 
 def test_first_request_notebook_triages_the_real_npu_crash_log(notebook_run):

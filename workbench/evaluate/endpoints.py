@@ -16,7 +16,7 @@ tokenizer directory. The vLLM extensions used where available:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,7 +102,8 @@ class LocalTokenizer:
     def encode_chat(self, problem: Problem) -> tuple[int, ...]:
         messages = [{"role": m.role, "content": m.content} for m in problem.messages]
         ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        return tuple(ids["input_ids"] if isinstance(ids, dict) else ids)
+        # transformers 5 answers a BatchEncoding (a Mapping, not a dict); iterating it would give its keys
+        return tuple(ids["input_ids"] if isinstance(ids, Mapping) else ids)
 
 
 def has_tokenize_endpoint(client: httpx.Client, url: str, model: str) -> bool:

@@ -20,6 +20,7 @@ from ascend_backend.npu.config_table import MAIN, ConfigTable, config_table
 from ascend_backend.npu.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 from workbench.lint import fix as fix_mod
+from workbench.lint.checkpoint import CheckpointFinding, findings_text, lint_checkpoint, verdicts
 from workbench.lint.command import LintInputError, ParsedInput, parse_argv, parse_text
 from workbench.lint.findings import Finding, FindingKind
 from workbench.lint.judge import Target, judge
@@ -32,17 +33,22 @@ if TYPE_CHECKING:
     from workbench.recipes.serving import ServingRecipe
 
 __all__ = [
+    "CheckpointFinding",
     "Finding",
     "FindingKind",
     "LintInputError",
     "LintReport",
     "UpgradeReport",
     "check_recipe",
+    "checkpoint_release",
+    "findings_text",
+    "lint_checkpoint",
     "lint_parsed",
     "lint_recipe",
     "lint_source",
     "lint_upgrade",
     "read_source",
+    "verdicts",
     "write_fix",
 ]
 
@@ -304,3 +310,16 @@ def check_recipe(recipe: ServingRecipe, *, release: str | None = None, out: Any 
 
 def write_fix(report: LintReport, out: str | Path) -> str:
     return fix_mod.write_fix(report.parsed, list(report.findings), Path(out), report.source)
+
+
+def checkpoint_release(
+    release: str | None, stack: Mapping[str, Any] | None = None, stack_source: str = "the stack file"
+) -> tuple[str | None, str | None]:
+    """(release, basis) for `lint --checkpoint`: --release, else the release this machine or the stack runs
+    (`resolve_target`, as for a command); with neither, (None, None): the checkpoint is judged at every tag."""
+    from workbench.lint.release import _installed
+
+    if release is None and stack is None and not (_installed("vllm-ascend") or _installed("vllm_ascend")):
+        return None, None
+    target = resolve_target(config_table(), release, stack, stack_source)
+    return target.release, target.basis

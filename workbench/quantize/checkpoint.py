@@ -17,12 +17,14 @@ import dataclasses
 import json
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ascend_backend.quantization import (
+    ActivationRange,
     QuantFormat,
     QuantizedCheckpointError,
     QuantType,
@@ -33,7 +35,13 @@ from ascend_backend.quantization import (
     plan_layers,
     quantize_model,
 )
-from ascend_backend.quantization.files import read_tensors, ties_word_embeddings
+from ascend_backend.quantization.files import read_tensors, ties_word_embeddings, write_tensors
+from ascend_backend.quantization.scheme import PlanScheme
+from ascend_backend.quantization.weight_only import (
+    pack_quantized_config,
+    pack_quantized_tensors,
+    quantize_weight_only,
+)
 from workbench.embedded_models.catalog import resolve_model
 from workbench.errors import WorkbenchError
 from workbench.quantize.calibrate import calibration_texts, observe_ranges, tokenize
@@ -97,6 +105,77 @@ def build_into(request: QuantizeRequest, target: Path, *, progress: bool = True)
     )
     write_report(target / REPORT_FILE, result, ranges)
     return result
+
+
+def write_plan(
+    source: Path,
+    plan: Mapping[str, QuantType],
+    fmt: QuantFormat,
+    out: Path,
+    *,
+    ranges: Mapping[str, ActivationRange] | None = None,
+    dtype: str = "auto",
+    state: Mapping[str, torch.Tensor] | None = None,
+    note: dict[str, Any] | None = None,
+) -> Path:
+    """A checkpoint of `source` quantized layer by layer as `plan` says (prefix -> W8A8 / W8A8_DYNAMIC / FLOAT;
+    prefixes left out stay FLOAT), written atomically into `out` with its quantization.json.
+
+    What the autopilot writes for each plan it serves, and for the plan it returns. `state` (the source's
+    tensors, already read) saves re-reading a large checkpoint per plan; `note` is added to the report.
+    """
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    torch_dtype = checkpoint_dtype(dtype, config, fmt)
+    state = state if state is not None else read_tensors(source).tensors
+    full = {p: plan.get(p, QuantType.FLOAT) for p in linear_prefixes(list(state))}
+    model = quantize_model(state, full, torch_dtype, ranges, tied_embeddings=ties_word_embeddings(config))
+    with staged_directory(out) as staging:
+        copy_model_files(source, staging)
+        write_format(model, staging, fmt, {**config, **dtype_fields(config, torch_dtype)}, full)
+        layers = [{"layer": p, "type": k.value} for p, k in full.items()]
+        report = {"format": fmt.value, "dtype": dtype_name(torch_dtype), "source": str(source), "layers": layers,
+                  **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}  # fmt: skip
+        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def write_weight_only(
+    source: Path,
+    plan: Mapping[str, PlanScheme],
+    out: Path,
+    *,
+    group_size: int,
+    dtype: str = "auto",
+    state: Mapping[str, torch.Tensor] | None = None,
+    note: dict[str, Any] | None = None,
+) -> Path:
+    """A compressed-tensors "pack-quantized" checkpoint: the plan's W4A16 / W8A16 layers packed, every other
+    linear FLOAT (`ascend_backend.quantization.weight_only`); atomically, with quantization.json."""
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    torch_dtype = checkpoint_dtype(dtype, config, QuantFormat.COMPRESSED_TENSORS)
+    state = state if state is not None else read_tensors(source).tensors
+    prefixes = linear_prefixes(list(state))
+    wrong = sorted({s.value for s in plan.values()} - {"W4A16", "W8A16", "FLOAT"})
+    if wrong:
+        raise WorkbenchError(f"a weight-only checkpoint holds W4A16 / W8A16 / FLOAT layers, not {wrong[0]}")
+    layers = {p: quantize_weight_only(state[f"{p}.weight"], s, group_size, torch_dtype)
+              for p, s in plan.items() if s is not PlanScheme.FLOAT}  # fmt: skip
+    owned = {f"{p}.weight" for p in layers}
+    tensors = {n: (t.to(torch_dtype) if t.is_floating_point() else t) for n, t in state.items() if n not in owned}
+    tensors.update(pack_quantized_tensors(layers, torch_dtype))
+    floats = [p for p in prefixes if p not in layers]
+    with staged_directory(out) as staging:
+        copy_model_files(source, staging)
+        quant = pack_quantized_config(layers, floats)
+        full = {**config, **dtype_fields(config, torch_dtype), "quantization_config": quant}
+        (staging / "config.json").write_text(json.dumps(full, indent=2) + "\n", encoding="utf-8")
+        write_tensors(tensors, staging / compressed_tensors.WEIGHT_FILE, {"format": "pt"})
+        report = {"format": "compressed-tensors (pack-quantized)", "dtype": dtype_name(torch_dtype),
+                  "group_size": group_size, "source": str(source),
+                  "layers": [{"layer": p, "type": plan.get(p, PlanScheme.FLOAT).value} for p in prefixes],
+                  **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}  # fmt: skip
+        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return out
 
 
 def checkpoint_dtype(requested: str, config: dict[str, Any], fmt: QuantFormat) -> torch.dtype:

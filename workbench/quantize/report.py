@@ -4,6 +4,14 @@ layer_table(out)        one row per decoder projection: scheme, calibrated input
 range_figure(out)       the calibrated input span per layer, log scale (outlier layers stand out)
 description_counts(out) msmodelslim: how many tensors the description marks W8A8 / W8A8_DYNAMIC / FLOAT
 round_trip(out, tmp)    read the checkpoint, write it again in the same layout, compare tensor by tensor
+
+and of an autopilot result (`autopilot.AutoResult`):
+
+sensitivity_figure(r)   the proxy's score per unit by decoder layer, units kept in float marked
+steps_table(r)          every evaluation of the search: stage, float count, dev rise and interval, holds?
+steps_figure(r)         the same as a chart: each step's interval against the budget
+plan_table(r)           unit -> scheme, with the proxy's score and rank
+accuracy_table(r)       noise floor, dev and held-out rise with their intervals, against the budget
 """
 
 from __future__ import annotations
@@ -96,3 +104,62 @@ def round_trip(out: Path, scratch: Path) -> pd.DataFrame:
         same = a is not None and b is not None and a.dtype == b.dtype and bool(torch.equal(a, b))
         rows.append({"tensor": name, "dtype": str(a.dtype if a is not None else b.dtype), "identical": same})
     return pd.DataFrame(rows)
+
+
+def sensitivity_figure(result) -> go.Figure:
+    """The proxy's score per unit (log scale), one trace per unit kind; units kept FLOAT drawn as open circles."""
+    table = plan_table(result)
+    fig = go.Figure()
+    for kind, rows in table.groupby("kind", sort=False):
+        kept = rows["scheme"] == "FLOAT"
+        fig.add_scatter(x=rows["layer"], y=rows["score"], mode="markers", name=kind, customdata=rows[["unit", "scheme"]],
+                        marker={"symbol": ["circle-open" if k else "circle" for k in kept], "size": 9},
+                        hovertemplate="%{customdata[0]}: %{y:.4g} (%{customdata[1]})<extra></extra>")  # fmt: skip
+    fig.update_layout(title=f"Sensitivity by {result.proxy} (open: kept in float)", xaxis_title="decoder layer",
+                      yaxis={"type": "log", "title": result.proxy, "exponentformat": "power"})  # fmt: skip
+    return fig
+
+
+def plan_table(result) -> pd.DataFrame:
+    """unit, layer, kind, scheme, score (the proxy) and rank (1 = most sensitive)."""
+    rank = {unit: i + 1 for i, unit in enumerate(result.order)}
+    rows = []
+    for unit in result.order:
+        layer = int(unit.rsplit(".", 2)[-2]) if unit.rsplit(".", 2)[-2].isdigit() else -1
+        rows.append({"unit": unit, "layer": layer, "kind": unit.rsplit(".", 1)[-1], "rank": rank[unit],
+                     "scheme": result.units.get(unit, "-"), "score": result.sensitivity.get(unit)})  # fmt: skip
+    return pd.DataFrame(rows).sort_values(["layer", "kind"]).reset_index(drop=True)
+
+
+def steps_table(result) -> pd.DataFrame:
+    rows = [{"step": s.index, "stage": s.stage, "counts": str(s.counts), "float_units": s.counts[0],
+             "rise_pct": s.rise.percent, "ci_low": s.rise.low, "ci_high": s.rise.high,
+             "holds": s.holds, "seconds": round(s.seconds, 1), "cached": s.cached} for s in result.steps]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def steps_figure(result) -> go.Figure:
+    """Each search step's dev rise with its interval; the budget as a line."""
+    table = steps_table(result)
+    fig = go.Figure()
+    if not table.empty:
+        fig.add_scatter(x=table["step"], y=table["rise_pct"], mode="markers+text", name="dev rise",
+                        text=table["counts"], textposition="top center",
+                        error_y={"type": "data", "symmetric": False, "array": table["ci_high"] - table["rise_pct"],
+                                 "arrayminus": table["rise_pct"] - table["ci_low"]},
+                        marker={"color": ["seagreen" if h else "firebrick" for h in table["holds"]]})  # fmt: skip
+    fig.add_hline(y=result.budget, line_dash="dash", annotation_text=f"budget {result.budget:g}%")
+    fig.update_layout(title="The search: NLL rise on the dev split per step (labels: units per rung)",
+                      xaxis_title="step", yaxis_title="rise over float, % (95% interval)")  # fmt: skip
+    return fig
+
+
+def accuracy_table(result) -> pd.DataFrame:
+    rows = [
+        ("noise floor (float vs float, dev)", result.noise),
+        ("plan, dev split", result.dev),
+        ("plan, held-out test split", result.test),
+    ]
+    return pd.DataFrame([{"measure": name, "measured_by": result.measured, "rise_pct": r.percent, "ci_low": r.low,
+                          "ci_high": r.high, "texts": r.texts, "budget_pct": result.budget,
+                          "within_budget": r.high <= result.budget} for name, r in rows if r is not None])  # fmt: skip

@@ -5,6 +5,7 @@
     ascend-workbench lint serve.sh --release v0.11.0 --to v0.13.0   # what an upgrade changes
     ascend-workbench lint serve.sh --release v0.11.0 --fix serve.v0.11.sh   # a migrated copy + its diff
     ascend-workbench lint recipes/serving/ascend-7b-chat.yaml --json findings.json
+    ascend-workbench lint --checkpoint /ckpt [--release v0.18.0] [--json]   # will the release load it?
 
 Exit 0: no error; 1: at least one setting fails or does nothing on that release; 2: unreadable input.
 """
@@ -44,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", nargs="?", const="-", metavar="OUT", help="write the findings as JSON records to OUT (or stdout)"
     )
     parser.add_argument("--all", action="store_true", help="show ok and foreign settings too (default: only findings)")
+    parser.add_argument(
+        "--checkpoint", type=Path, metavar="PATH",
+        help="lint a quantized checkpoint directory (or its quant_model_description.json) instead: will the "
+        "release load it? Without --release (and no vllm-ascend here), every tag of the capability table",
+    )  # fmt: skip
     parser.set_defaults(handler=run)
 
 
@@ -51,13 +57,17 @@ def run(args: argparse.Namespace) -> int:
     from workbench.errors import WorkbenchError
     from workbench.lint.api import LintInputError, lint_source, lint_upgrade, write_fix
 
-    if not args.source:
+    if args.checkpoint is not None and args.source:
+        raise WorkbenchError("lint: give a command/recipe or --checkpoint PATH, not both")
+    if not args.source and args.checkpoint is None:
         raise WorkbenchError("lint: give a serving recipe, a script, '-' for standard input, or the command in quotes")
     stack = None
     if args.stack is not None:
         from workbench.backend.api import read_stack
 
         stack = read_stack(args.stack)
+    if args.checkpoint is not None:
+        return run_checkpoint(args, stack)
     try:
         report = lint_source(args.source, release=args.release, stack=stack, stack_source=str(args.stack))
         upgrade = lint_upgrade(args.source, args.release, args.to, stack=stack) if args.to else None
@@ -121,3 +131,26 @@ def _print_upgrade(upgrade) -> None:
             f"line {row['line']:<4} {row['setting']}: {row['at ' + before]} -> {row['at ' + after]}: "
             f"{row['what changes']}" + (f" (fix: {row['fix']})" if row["fix"] else "")
         )
+
+
+def run_checkpoint(args: argparse.Namespace, stack) -> int:
+    """`lint --checkpoint PATH`: the capability table's verdict per release; exit 1 on any error."""
+    from workbench.lint.api import checkpoint_release, findings_text, lint_checkpoint, verdicts
+
+    release, basis = checkpoint_release(args.release, stack, str(args.stack))
+    findings = lint_checkpoint(args.checkpoint, release, basis)
+    records = [f.to_dict() for f in findings]
+    if args.json == "-":
+        json.dump(records, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"checkpoint {args.checkpoint}: " + (f"release {release} ({basis})" if release else
+                                                   "every tag of the capability table (name one with --release)"))  # fmt: skip
+        print(findings_text(findings))
+        if release is None:
+            print("verdict per tag: " + ", ".join(f"{tag} {v}" for tag, v in verdicts(findings).items()))
+        if args.json:
+            from workbench.results.files import write_json
+
+            print(f"wrote {write_json(Path(args.json), records)}")
+    return 1 if any(f.severity == "error" for f in findings) else 0
