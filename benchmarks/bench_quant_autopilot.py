@@ -52,6 +52,11 @@ from workbench.quantize.stats import nll_rise
 CHEAP = ("range_span", "max_over_std", "kurtosis", "output_mse")
 
 
+def _scored(split) -> int:
+    """The tokens a split's texts score (what a rise is measured over)."""
+    return sum(t.scored for t in split)
+
+
 def _save(out: Path, name: str, data: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
@@ -110,7 +115,7 @@ def _enumerate(model: PlanModel, directory: Path, table, args) -> dict:
         for subset in itertools.combinations(names, size):
             evaluated += 1
             model.apply_units({n: (PlanScheme.FLOAT if n in subset else PlanScheme.W8A8) for n in names})
-            rise = nll_rise({x.id: x.nll_sum for x in model.score(splits.dev)}, reference)
+            rise = nll_rise({x.id: x.nll_sum for x in model.score(splits.dev)}, reference, _scored(splits.dev))
             if rise.high <= args.budget:
                 holds[subset] = rise.high
         if any(len(s) == size for s in holds):
@@ -123,7 +128,7 @@ def _enumerate(model: PlanModel, directory: Path, table, args) -> dict:
 
     def evaluate(plan):
         model.apply_units(plan)
-        return nll_rise({x.id: x.nll_sum for x in model.score(splits.dev)}, reference), False
+        return nll_rise({x.id: x.nll_sum for x in model.score(splits.dev)}, reference, _scored(splits.dev)), False
 
     result = rollback_search(order, (PlanScheme.W8A8, PlanScheme.FLOAT), evaluate, args.budget)
     search_set = sorted(u for u, s in result.plan.items() if s is PlanScheme.FLOAT)
@@ -241,7 +246,7 @@ def schemes_bench(args) -> None:
                        PlanScheme.W4A8_DYNAMIC):  # fmt: skip
             plan = {u.name: scheme for u in model.units}
             model.apply_units(plan)
-            rise = nll_rise({x.id: x.nll_sum for x in model.score(splits.test)}, reference)
+            rise = nll_rise({x.id: x.nll_sum for x in model.score(splits.test)}, reference, _scored(splits.test))
             rows.append(
                 {"model": name, "scheme": scheme.value, "measured": measured_by(scheme).value, **rise.to_dict()}
             )
@@ -253,7 +258,7 @@ def schemes_bench(args) -> None:
             elif scheme in (PlanScheme.W8A8_DYNAMIC, PlanScheme.W4A16):
                 (losses,) = served.losses(plan, splits.test)
                 rows.append({"model": name, "scheme": scheme.value, "measured": "served",
-                             **nll_rise(losses, served_float).to_dict()})  # fmt: skip
+                             **nll_rise(losses, served_float, _scored(splits.test)).to_dict()})  # fmt: skip
                 print(rows[-1], flush=True)
         model.apply({})
         prompts = [list(t.ids[: t.start]) for t in splits.test]

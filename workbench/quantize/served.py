@@ -61,7 +61,7 @@ def compare_served(
             losses = score_served(server.url, server.model, test, concurrency=4, progress=progress)
             summary = run_load(server.url, server.model, load, progress=progress).summary
         reference = reference or losses
-        rise = nll_rise(losses, reference)
+        rise = nll_rise(losses, reference, sum(t.scored for t in test))
         rows.append({"configuration": label, "recipe": recipe.name, "held_out_rise_pct": rise.percent,
                      "ci_low": rise.low, "ci_high": rise.high, "output_tok_s": summary.output_throughput,
                      "mean_ttft_ms": summary.ttft_ms["mean"], "mean_tpot_ms": summary.tpot_ms["mean"],

@@ -36,9 +36,9 @@ class Rise:
     low: float
     high: float
     texts: int
-    tokens: int
+    tokens: int | None  # scored tokens, where the caller counted them (None: not counted, never a made-up 0)
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | None]:
         return {"percent": self.percent, "low": self.low, "high": self.high, "texts": self.texts,
                 "tokens": self.tokens}  # fmt: skip
 
@@ -55,7 +55,7 @@ def paired(plan: Mapping[str, float], reference: Mapping[str, float]) -> tuple[n
 
 
 def nll_rise(
-    plan: Mapping[str, float], reference: Mapping[str, float], tokens: int = 0, *,
+    plan: Mapping[str, float], reference: Mapping[str, float], tokens: int | None = None, *,
     samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED, confidence: float = 0.95,
 ) -> Rise:  # fmt: skip
     """Percent rise of the plan's NLL over the reference's, by text id, with its `confidence` bootstrap interval."""
