@@ -152,3 +152,10 @@ def test_an_engine_noisier_than_the_budget_allows_is_refused(planted_dir, tmp_pa
     result = run_autopilot(request, progress=False)
     assert result.outcome is Outcome.REFUSED and result.steps == () and result.units == {}
     assert "raise --budget or --limit" in result.message and result.noise.low > 1.5
+
+
+def test_the_verb_names_the_default_proxy_the_autopilot_uses(capsys):
+    """The help text is written out (building the parser must not import torch); it must not drift from the code."""
+    with pytest.raises(SystemExit):
+        cli.main(["quantize", "--help"])
+    assert f"default: {sensitivity.DEFAULT_PROXY}," in " ".join(capsys.readouterr().out.split())
