@@ -73,7 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     auto.add_argument("--recipe", help="the float model's serving recipe (default for tiny/smollm2: cpu-<model>)")
     auto.add_argument("--ladder", help="rungs per unit, cheapest first, FLOAT last (default served: "
                       "W8A8_DYNAMIC,FLOAT; executor: W8A8,W8A8_DYNAMIC,FLOAT)")  # fmt: skip
-    auto.add_argument("--proxy", help="sensitivity proxy that orders the search (default: kurtosis, chosen from the agreement table in the README)")
+    auto.add_argument(
+        "--proxy",
+        help="sensitivity proxy that orders the search (default: kurtosis, chosen from the agreement table in the README)",
+    )
     auto.add_argument("--dataset", action="append", metavar="NAME", help="data sets to score (default humaneval, text)")
     auto.add_argument("--limit", type=int, default=24, help="problems per data set, half dev half test (default 24)")
     auto.add_argument("--target", default="reference", choices=["reference", "float-greedy"],
