@@ -1,8 +1,9 @@
-"""The autopilot's served evaluator against the executor on the tiny model: the same tokens, the same numbers.
+"""The autopilot's served evaluator against the executor on the tiny model: the same tokens, agreeing numbers.
 
 One plan server of its own (W8A8_DYNAMIC everywhere, vLLM's CPU int8 kernel on our compressed-tensors
 layout) beside the session's pooled tiny server (float): the served NLL of the float model matches the
-executor's text by text, and the served int8 rise matches the executor's integer-path rise. W4A16 is served
+executor's text by text, and the served int8 rise agrees with the executor's integer-path rise within their
+95% intervals (the two int8 kernels round differently; see the figures in the test). W4A16 is served
 only where vLLM's CPU build has its WNA16 kernel (AVX512): elsewhere the evaluator refuses before a server
 starts, naming the missing kernel.
 """
@@ -43,7 +44,14 @@ def test_served_and_executor_score_the_same_tokens_alike(tiny_model, tiny_recipe
     (executor_int8,) = executor.losses(int8, texts)
     served_rise, executor_rise = nll_rise(served_int8, served_float), nll_rise(executor_int8, executor_float)
     assert served_rise.percent != 0.0  # the plan's server really ran int8
-    assert abs(served_rise.percent - executor_rise.percent) < 0.5 * abs(executor_rise.percent) + 0.05
+    # On tiny (random weights) int8 moves each ~190-nat text by a few tenths of a nat either way, and vLLM's CPU
+    # int8 kernel and the executor's integer path round differently: measured 6 Dec, per text +1.00/+0.34,
+    # +1.10/-0.31, +0.19/-0.14, -0.64/-0.40 nats (served/executor). So the two rises agree within their
+    # intervals, not digit by digit; on SmolLM2, where int8 matters, they agree too (bench_quant_autopilot.py
+    # schemes: W8A8_DYNAMIC +1.9% [0.7, 3.3] served, +2.3% [1.4, 3.2] executor).
+    for rise in (served_rise, executor_rise):
+        assert abs(rise.percent) < 1.0, rise  # int8 everywhere is a small change on tiny, on both engines
+    assert served_rise.low <= executor_rise.high and executor_rise.low <= served_rise.high, (served_rise, executor_rise)
     w4a16 = {u.name: PlanScheme.W4A16 for u in model.units}
     if not cpu_wna16_kernel():
         with pytest.raises(WorkbenchError, match="cpu_gemm_wna16"):
