@@ -1,4 +1,4 @@
-"""The regression gate on real servers: a deliberately worse configuration (`max_num_seqs: 2` under 8
+"""The regression gate on real servers: a deliberately worse configuration (`max_num_seqs: 1` under 8
 concurrent requests) is flagged against a baseline of the good one, with the configuration change on the
 regression line; a changed package version in a stored fingerprint shows in the stack difference.
 
@@ -18,17 +18,17 @@ from workbench.cli import main
 from workbench.regress.measure import measure_repeats, repeat_runs
 from workbench.serving.load.workload import Workload
 
-pytestmark = pytest.mark.integration
+# `make test-long`: its repeats took 637-785 s of the servers session on fresh clones (6 Dec), and a shorter
+# workload or a milder worse configuration (max_num_seqs 2) left only p90/p99 TTFT above the noise beside the
+# notebook session. `make test` still runs the gate on real servers: notebook 09 regresses repeated bench
+# runs against a stored baseline (checked in tests/notebooks).
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 # Long enough that a second of contention does not decide a repeat: with 16 prompts x 32 tokens (about a
 # second a repeat) one good repeat beside the notebook session read 99.5% apart from the others and the
 # 34% drop of the worse configuration was "within noise" (3 Dec); 48 x 64 passed beside two busy cores.
 WORKLOAD = Workload(input_len=64, output_len=64, num_prompts=48, concurrency=8)
 REPEATS = 3
-# The worse configuration runs two sequences at a time, not one: at max_num_seqs 1 its three repeats served
-# 144 requests one after another and took 17 of the servers session's minutes on a fresh clone (6 Dec);
-# two at a time still cuts throughput by more than half and multiplies TTFT.
-WORSE_MAX_NUM_SEQS = 2
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_worse_configuration_is_flagged_with_its_stack_line(
     good = repeat_runs(tiny_server, tiny_recipe, WORKLOAD, REPEATS, tmp_path / "good", label="good", progress=False)
     assert main(["baseline", "save", "--name", "tiny-good", *map(str, good)]) == 0
 
-    worse_recipe = tiny_recipe.with_overrides(engine={"max_num_seqs": WORSE_MAX_NUM_SEQS})
+    worse_recipe = tiny_recipe.with_overrides(engine={"max_num_seqs": 1})
     worse = measure_repeats(
         worse_recipe,
         WORKLOAD,
@@ -58,7 +58,7 @@ def test_worse_configuration_is_flagged_with_its_stack_line(
     assert main(["regress", "--baseline", "tiny-good", "--json", str(tmp_path / "r.json"), *map(str, worse)]) == 1
     out = capsys.readouterr().out
     lines = [x for x in out.splitlines() if re.match(r"REGRESSION\s+\[", x)]  # one line per finding
-    assert lines and all(f"while recipe.engine.max_num_seqs 32 -> {WORSE_MAX_NUM_SEQS}" in x for x in lines), out
+    assert lines and all("while recipe.engine.max_num_seqs 32 -> 1" in x for x in lines), out
     report = json.loads((tmp_path / "r.json").read_text())
     flagged = {f["metric"] for f in report["findings"] if f["finding"] == "regression"}
     # Which metrics clear the noise depends on the machine: beside the notebook session in CI, one good
@@ -68,7 +68,7 @@ def test_worse_configuration_is_flagged_with_its_stack_line(
     throughput = next(f for f in report["findings"] if f["metric"] == "output_throughput")
     assert throughput["change_pct"] < -30
     print(
-        f"max_num_seqs 32 -> {WORSE_MAX_NUM_SEQS}: output throughput {throughput['change_pct']:+.1f}% "
+        f"max_num_seqs 32 -> 1: output throughput {throughput['change_pct']:+.1f}% "
         f"({throughput['finding']}, margin {throughput['margin']}x the noise); flagged: {sorted(flagged)}"
     )
 

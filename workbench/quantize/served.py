@@ -2,9 +2,9 @@
 
     table = compare_served(result, "cpu-smollm2", "cpu-smollm2-w8a8")    # notebook 10, step 4
 
-One server per configuration, one at a time (float and all-int8 are the shipped recipes, leased from the
-engine pool when one is open; the plan is written as compressed-tensors and served with the float
-recipe's settings). On each: the held-out texts' NLL from prompt logprobs (`evaluators.score_served`),
+One server per configuration, one at a time, each stopped before the next starts (float and all-int8 are
+the shipped recipes; the plan is written as compressed-tensors and served with the float recipe's
+settings). On each: the held-out texts' NLL from prompt logprobs (`evaluators.score_served`),
 then a fixed load (`serving.load`, `vllm bench serve`'s definitions). Rows: configuration, what served
 it, held-out NLL rise over float with its 95% interval, output tokens/s, mean TTFT and TPOT, and the
 throughput ratio to float (also written to `served.json` in the state directory). One pass each: `benchmarks/bench_quant_autopilot.py throughput` alternates
@@ -57,7 +57,9 @@ def compare_served(
     test = list(result.scored.test)
     rows, reference = [], None
     for label, recipe in configurations:
-        with launch(recipe, progress=progress, pooled=label != "plan") as server:
+        # Each server stopped before the next starts: three idle SmolLM2 servers beside the notebook's executor
+        # model and the test session's engines ran a 24 GiB machine out of memory (6 Dec, a worker OOM-killed).
+        with launch(recipe, progress=progress, pooled=False) as server:
             losses = score_served(server.url, server.model, test, concurrency=4, progress=progress)
             summary = run_load(server.url, server.model, load, progress=progress).summary
         reference = reference or losses
