@@ -29,6 +29,19 @@ def notebook_outputs(notebook_run, notebook: str, pattern: str) -> list[Path]:
     return found
 
 
+def html_outputs(notebook_run, notebook: str, word: str) -> list[str]:
+    """The HTML outputs of the executed notebook's code cells whose source mentions `word`, in cell order."""
+    outcome = {o.notebook: o for o in notebook_run.outcomes}[notebook]
+    assert outcome.ok, f"{notebook} failed at cell {outcome.failed_cell}: {outcome.error}"
+    executed = json.loads((Path(notebook_run.run_dir) / outcome.executed).read_text())
+    return [
+        "".join(output.get("data", {}).get("text/html", ""))
+        for cell in executed["cells"]
+        if cell["cell_type"] == "code" and word in "".join(cell["source"])
+        for output in cell.get("outputs", [])
+    ]
+
+
 def test_profiling_notebook_sees_the_all_reduces_of_its_tp2_capture(notebook_run):
     session = notebook_outputs(notebook_run, "08_profiling.ipynb", "profiles/cpu-tiny-*/session.json")[-1]
     profile = Profile.from_dict(json.loads((session.parent / "TP2" / "profile.json").read_text()))
@@ -73,15 +86,7 @@ def test_quantization_notebook_searched_proved_served_and_linted_a_plan(notebook
 def test_first_request_notebook_triages_the_real_npu_crash_log(notebook_run):
     """Notebook 03's triage step on the real log it ships with (vllm-ascend #1972): rank 7's EZ9999 is the
     first error, the engine's 507034 a later one, and the fix and the verify step are shown."""
-    outcome = {o.notebook: o for o in notebook_run.outcomes}["03_first_request.ipynb"]
-    assert outcome.ok, f"03 failed at cell {outcome.failed_cell}: {outcome.error}"
-    executed = json.loads((Path(notebook_run.run_dir) / outcome.executed).read_text())
-    tables = [
-        "".join(output.get("data", {}).get("text/html", ""))
-        for cell in executed["cells"]
-        if cell["cell_type"] == "code" and "triage" in "".join(cell["source"])
-        for output in cell.get("outputs", [])
-    ]
+    tables = html_outputs(notebook_run, "03_first_request.ipynb", "triage")
     timeline, first = [t for t in tables if t]
     assert timeline.index("operator_execution") < timeline.index("aicore_timeout")  # time order
     assert "◀ first" in timeline and "EZ9999" in timeline and "507034" in timeline
@@ -91,15 +96,7 @@ def test_first_request_notebook_triages_the_real_npu_crash_log(notebook_run):
 def test_preflight_notebook_lints_the_example_command_at_its_release_and_after_the_upgrade(notebook_run):
     """Notebook 02's lint step on the shipped real command (vllm-ascend #5798): at v0.13.0rc1 DYNAMIC_EPLB is
     missing; the upgrade to v0.15.0rc1 moves the three EPLB keys into eplb_config."""
-    outcome = {o.notebook: o for o in notebook_run.outcomes}["02_preflight.ipynb"]
-    assert outcome.ok, f"02 failed at cell {outcome.failed_cell}: {outcome.error}"
-    executed = json.loads((Path(notebook_run.run_dir) / outcome.executed).read_text())
-    tables = [
-        "".join(output.get("data", {}).get("text/html", ""))
-        for cell in executed["cells"]
-        if cell["cell_type"] == "code" and "lint" in "".join(cell["source"])
-        for output in cell.get("outputs", [])
-    ]
+    tables = html_outputs(notebook_run, "02_preflight.ipynb", "lint")
     findings, upgrade = [t for t in tables if t]
     assert "env.DYNAMIC_EPLB" in findings and "required_missing" in findings
     assert upgrade.count("renamed") == 3 and "eplb_config.expert_heat_collection_interval" in upgrade
