@@ -369,14 +369,7 @@ class Judge:
             return ruled
         if name.startswith("VLLM_ASCEND_"):
             names = [s.split(".", 1)[1] for s in self.table.names_at(SettingKind.ENV, self.tag)]
-            close = self._did_you_mean(name, names)
-            hint = f"; did you mean {close}?" if close else ""
-            return self._finding(
-                occ, FindingKind.UNKNOWN, Verdict.ERROR,
-                f"vllm-ascend {self.target.release} reads no variable {name}{hint}",
-                fix=f"use {close}" if close else "remove it (it does nothing)",
-                migrate=(f"env.{close}", occ.value) if close else ("", None),
-            )  # fmt: skip
+            return self._unknown_env(occ, f"vllm-ascend {self.target.release}", names)
         if name.startswith("VLLM_"):
             return self._vllm_env(occ)
         tie = self._cuda_tie(occ, "env", name)
@@ -481,12 +474,15 @@ class Judge:
             )  # fmt: skip
         if tie is not None:
             return tie
-        pool = set().union(*(v.envs for v in versions))
-        close = self._did_you_mean(name, pool)
+        return self._unknown_env(occ, f"vLLM {self.target.vllm_label}", set().union(*(v.envs for v in versions)))
+
+    def _unknown_env(self, occ: Occurrence, reader: str, known: Iterable[str]) -> Finding:
+        """A variable `reader` does not read: an error, with the closest name it does read as the fix."""
+        name = occ.name
+        close = self._did_you_mean(name, known)
         hint = f"; did you mean {close}?" if close else ""
         return self._finding(
-            occ, FindingKind.UNKNOWN, Verdict.ERROR,
-            f"vLLM {self.target.vllm_label} reads no variable {name}{hint}",
+            occ, FindingKind.UNKNOWN, Verdict.ERROR, f"{reader} reads no variable {name}{hint}",
             fix=f"use {close}" if close else "remove it (it does nothing)",
             migrate=(f"env.{close}", occ.value) if close else ("", None),
         )  # fmt: skip
