@@ -122,7 +122,11 @@ def main() -> int:
         result["tables_current"] = check.returncode == 0
         print(
             f"generator rerun over every matrix tag: {result['generator_s']:.0f} s; checked-in tables "
-            + ("match the source" if check.returncode == 0 else f"differ:\n{check.stdout}{check.stderr[-2000:]}")
+            + (
+                "match vllm-ascend's code"
+                if check.returncode == 0
+                else f"differ:\n{check.stdout}{check.stderr[-2000:]}"
+            )
         )
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")

@@ -23,7 +23,7 @@ tags, so this module follows the values instead:
   the same helper call as a key is that key's `fallback`.
 
 What this cannot see (a key assembled at run time, a section handed through a container) the curated
-rules in `curated.yaml` add, each anchored to the source so the generator re-checks it per tag.
+rules in `curated.yaml` add, each anchored to a line of vllm-ascend's code so the generator re-checks it per tag.
 """
 
 from __future__ import annotations
