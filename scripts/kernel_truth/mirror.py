@@ -36,7 +36,7 @@ class ClassInfo:
 @dataclass(repr=False)
 class Module:
     path: str
-    tree: Tree
+    tree: ParsedTree  # a ref of the mirror, or this checkout
     node: ast.Module
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
@@ -103,39 +103,21 @@ def _index(module: Module) -> None:
             module.mutable.update(node.names)
 
 
-class Tree:
-    """The source of one ref (tag, branch or commit)."""
+class ParsedTree:
+    """Parsed, indexed modules of a tree that has `files` and `text(path)` (a ref of the mirror, or this
+    checkout for our own adapters): one cache, so both sides are walked from the same Modules."""
 
-    def __init__(self, mirror: Mirror, ref: str) -> None:
-        self.mirror = mirror
-        self.ref = ref
-        self.commit = mirror.commit(ref)
-        self._files: frozenset[str] | None = None
-        self._blobs: dict[str, str] | None = None
+    def __init__(self) -> None:
         self._modules: dict[str, Module | None] = {}
         self.touched: set[str] = set()  # files read since the caller last cleared it (memo keys)
 
-    @property
-    def files(self) -> frozenset[str]:
-        if self._files is None:
-            self._files = self.mirror.files(self.commit)
-        return self._files
+    files: frozenset[str]
 
-    @property
-    def blobs(self) -> dict[str, str]:
-        """path -> blob id: two refs with the same blobs for the files a walk read give the same walk."""
-        if self._blobs is None:
-            self._blobs = self.mirror.blobs(self.commit)
-        return self._blobs
+    def text(self, path: str) -> str | None:
+        raise NotImplementedError
 
     def exists(self, path: str) -> bool:
         return path in self.files
-
-    def text(self, path: str) -> str | None:
-        if not self.exists(path):
-            return None
-        self.touched.add(path)
-        return self.mirror.text(self.commit, path)
 
     def module(self, path: str) -> Module | None:
         if self.exists(path):
@@ -162,6 +144,37 @@ class Tree:
             if self.exists(path):
                 return self.module(path)
         return None
+
+
+class Tree(ParsedTree):
+    """The source of one ref (tag, branch or commit)."""
+
+    def __init__(self, mirror: Mirror, ref: str) -> None:
+        self.mirror = mirror
+        self.ref = ref
+        self.commit = mirror.commit(ref)
+        self._files: frozenset[str] | None = None
+        self._blobs: dict[str, str] | None = None
+        super().__init__()
+
+    @property
+    def files(self) -> frozenset[str]:
+        if self._files is None:
+            self._files = self.mirror.files(self.commit)
+        return self._files
+
+    @property
+    def blobs(self) -> dict[str, str]:
+        """path -> blob id: two refs with the same blobs for the files a walk read give the same walk."""
+        if self._blobs is None:
+            self._blobs = self.mirror.blobs(self.commit)
+        return self._blobs
+
+    def text(self, path: str) -> str | None:
+        if not self.exists(path):
+            return None
+        self.touched.add(path)
+        return self.mirror.text(self.commit, path)
 
     def grep(self, needle: str, prefix: str = "vllm_ascend/") -> list[str]:
         """Python files under `prefix` whose text contains `needle` (plain substring)."""

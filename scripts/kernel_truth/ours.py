@@ -13,51 +13,29 @@ import ast
 import functools
 from pathlib import Path
 
-from scripts.kernel_truth.mirror import Module, _index
+from scripts.kernel_truth.mirror import ParsedTree
 from scripts.kernel_truth.trace import NOTHING, FuncRef, KernelCall, Opaque, Walker
 
 ROOT = Path(__import__("ascend_backend").__file__).resolve().parents[1]  # the checkout whose adapters are audited
 ADAPTERS = "ascend_backend/npu/adapters"
 
 
-class LocalTree:
+class LocalTree(ParsedTree):
     """The Tree interface over this checkout (only what the walker needs)."""
 
     ref = "worktree"
     commit = "worktree"
 
     def __init__(self, root: Path = ROOT) -> None:
+        super().__init__()
         self.root = root
-        self._modules: dict[str, Module | None] = {}
-        self.touched: set[str] = set()
 
     @functools.cached_property
     def files(self) -> frozenset[str]:
         return frozenset(str(p.relative_to(self.root)) for p in (self.root / "ascend_backend").rglob("*.py"))
 
-    def exists(self, path: str) -> bool:
-        return path in self.files
-
     def text(self, path: str) -> str | None:
         return (self.root / path).read_text(encoding="utf-8") if self.exists(path) else None
-
-    def module(self, path: str) -> Module | None:
-        if path not in self._modules:
-            text = self.text(path)
-            if text is None:
-                self._modules[path] = None
-            else:
-                module = Module(path, self, ast.parse(text))  # type: ignore[arg-type]
-                _index(module)
-                self._modules[path] = module
-        return self._modules[path]
-
-    def module_by_name(self, dotted: str) -> Module | None:
-        base = dotted.replace(".", "/")
-        for path in (f"{base}.py", f"{base}/__init__.py"):
-            if self.exists(path):
-                return self.module(path)
-        return None
 
     def grep(self, needle: str, prefix: str = "ascend_backend/") -> list[str]:
         return [p for p in sorted(self.files) if p.startswith(prefix) and needle in (self.text(p) or "")]
