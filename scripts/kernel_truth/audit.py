@@ -936,8 +936,8 @@ def markdown(data: dict, elapsed: float) -> str:
 
 
 def _ref_order(span: str) -> tuple:
-    first = span.split(" … ")[0]
-    return (1, Version("0")) if first == "main" else (0, Version(first.lstrip("v")))
+    """'v0.13.0rc1 … main' -> by its first ref, then its last (spans sharing a first ref came out in set order)."""
+    return tuple((1, Version("0")) if ref == "main" else (0, Version(ref.lstrip("v"))) for ref in span.split(" … "))
 
 
 def main(argv: list[str] | None = None) -> int:
