@@ -133,9 +133,7 @@ def write_plan(
         copy_model_files(source, staging)
         write_format(model, staging, fmt, {**config, **dtype_fields(config, torch_dtype)}, full)
         layers = [{"layer": p, "type": k.value} for p, k in full.items()]
-        report = {"format": fmt.value, "dtype": dtype_name(torch_dtype), "source": str(source), "layers": layers,
-                  **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}  # fmt: skip
-        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        _write_plan_report(staging, source, note, format=fmt.value, dtype=dtype_name(torch_dtype), layers=layers)
     return out
 
 
@@ -170,12 +168,16 @@ def write_weight_only(
         full = {**config, **dtype_fields(config, torch_dtype), "quantization_config": quant}
         (staging / "config.json").write_text(json.dumps(full, indent=2) + "\n", encoding="utf-8")
         write_tensors(tensors, staging / compressed_tensors.WEIGHT_FILE, {"format": "pt"})
-        report = {"format": "compressed-tensors (pack-quantized)", "dtype": dtype_name(torch_dtype),
-                  "group_size": group_size, "source": str(source),
-                  "layers": [{"layer": p, "type": plan.get(p, PlanScheme.FLOAT).value} for p in prefixes],
-                  **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}  # fmt: skip
-        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        layers = [{"layer": p, "type": plan.get(p, PlanScheme.FLOAT).value} for p in prefixes]
+        _write_plan_report(staging, source, note, format="compressed-tensors (pack-quantized)",
+                           dtype=dtype_name(torch_dtype), group_size=group_size, layers=layers)  # fmt: skip
     return out
+
+
+def _write_plan_report(staging: Path, source: Path, note: dict[str, Any] | None, **fields: Any) -> None:
+    """quantization.json of a plan checkpoint: what was written, from which source, the caller's note, provenance."""
+    report = {**fields, "source": str(source), **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}
+    (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 def checkpoint_dtype(requested: str, config: dict[str, Any], fmt: QuantFormat) -> torch.dtype:
