@@ -40,6 +40,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from workbench.accuracy.documents import DUMP_COMPARE_KIND
 from workbench.accuracy.dump import open_dump
 from workbench.accuracy.dump_engine import DerivedDump, EngineAlignment, align_engine_dump, is_engine_dump
 from workbench.accuracy.dump_format import DumpMode, DumpRecord, WorkbenchDump
@@ -94,7 +95,7 @@ class DumpComparison:
                 raise WorkbenchError(f"--json {path} lies inside the dump {source}; write the report elsewhere")
         rows = [{k: _json_value(v) for k, v in row.items()} for row in self.table.to_dict(orient="records")]
         summary = {k: _json_value(v) for k, v in asdict(self.summary).items()}
-        return write_result(target, {"summary": summary, "rows": rows}, provenance)
+        return write_result(target, {"summary": summary, "rows": rows}, provenance, DUMP_COMPARE_KIND)
 
 
 def _json_value(value: object) -> object:

@@ -28,10 +28,12 @@ from pydantic import Field
 
 from ascend_backend.registry import REGISTRY, Backend
 from workbench import settings
+from workbench.accuracy.documents import OP_SUITE_KIND
 from workbench.accuracy.metrics import TensorComparison, compare_tensors
 from workbench.accuracy.op_inputs import BUILDERS, OpInputs, make_inputs
 from workbench.errors import WorkbenchError
 from workbench.recipes import Frozen, load_recipe_file
+from workbench.results.envelope import write_result
 from workbench.results.verdict import Verdict
 from workbench.stack.dtypes import dtype_name, parse_dtype
 
@@ -208,6 +210,13 @@ class SuiteResult:
     def counts(self) -> dict[str, int]:
         table = self.table()
         return {v.value: int((table["verdict"] == v.value).sum()) for v in Verdict} if len(table) else {}
+
+    def write(self, path: Path, device: str) -> Path:
+        """`compare-ops --json`: counts and one row per case, stamped as an `op-suite` document."""
+        from workbench.stack.provenance import provenance
+
+        document = {"counts": self.counts(), "rows": self.table().to_dict(orient="records")}
+        return write_result(path, document, provenance(device=device), OP_SUITE_KIND)
 
 
 def run_suite(

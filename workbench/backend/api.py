@@ -9,6 +9,7 @@ Behind notebook 01 (each function returns a table or text, so the notebook stays
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -24,8 +25,11 @@ from workbench.backend.kernels import (
     side_context,
     with_serving,
 )
+from workbench.results.envelope import DocumentKind, write_result
 from workbench.stack.devices import resolve_device
 from workbench.stack.dtypes import parse_dtype
+
+KERNELS_KIND = DocumentKind("kernels")  # `kernels --json`: the selection table, or A/B kernel changes
 
 __all__ = [
     "compare_op",
@@ -40,6 +44,7 @@ __all__ = [
     "selection_table",
     "side_context",
     "with_serving",
+    "write_kernel_rows",
 ]
 
 
@@ -121,3 +126,10 @@ def compare_op(
         "reason",
     ]
     return pd.DataFrame([run_case(case, target).row() for case in cases])[columns]
+
+
+def write_kernel_rows(path: Path, records: list[dict]) -> Path:
+    """`kernels --json`: the rows (selection table or kernel changes), stamped as a `kernels` document."""
+    from workbench.stack.provenance import provenance
+
+    return write_result(path, {"rows": records}, provenance(), KERNELS_KIND)

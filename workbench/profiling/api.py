@@ -22,9 +22,11 @@ from workbench.profiling.read import read_profile
 from workbench.profiling.report import format_report, shares_table, summary, write_json
 from workbench.profiling.verdicts import Finding, FindingKind, judge, load_thresholds, verdicts_frame
 from workbench.recipes import load_serving_recipe
-from workbench.results.envelope import write_result
+from workbench.results.envelope import DocumentKind, write_result
 from workbench.settings import run_dir
 from workbench.stack.provenance import provenance
+
+PROFILE_SESSION_KIND = DocumentKind("profile-session")
 
 __all__ = [
     "CaptureWorkload",
@@ -153,4 +155,4 @@ def save_session(session: ProfileSession, graph_result: graph.GraphModeResult | 
             "starts": graph_result.starts_frame().to_dict("records"),
             "meta": graph_result.meta,
         }
-    return write_result(session.out_dir / "session.json", record, provenance())
+    return write_result(session.out_dir / "session.json", record, provenance(), PROFILE_SESSION_KIND)

@@ -13,7 +13,9 @@ import pandas as pd
 
 from workbench.profiling.profile import Profile
 from workbench.profiling.verdicts import Finding, verdicts_frame
-from workbench.results.envelope import write_result
+from workbench.results.envelope import DocumentKind, write_result
+
+PROFILE_KIND = DocumentKind("profile")
 
 SHARE_COLUMNS = [
     "rank",
@@ -102,4 +104,4 @@ def report_dict(profile: Profile, verdicts: list[Finding]) -> dict[str, Any]:
 
 def write_json(profile: Profile, verdicts: list[Finding], path: Path) -> Path:
     """`report_dict` in the result envelope, atomically: the stamp is the profile's own (`meta.provenance`)."""
-    return write_result(Path(path), report_dict(profile, verdicts), profile.meta.get("provenance") or {})
+    return write_result(Path(path), report_dict(profile, verdicts), profile.meta.get("provenance") or {}, PROFILE_KIND)

@@ -31,7 +31,10 @@ from pydantic import Field, field_validator
 from workbench.errors import WorkbenchError
 from workbench.recipes import Frozen, load_recipe_file
 from workbench.regress.stackdiff import StackChange, diff_fingerprints, flatten, ordered
+from workbench.results.envelope import DocumentKind
 from workbench.results.files import write_text
+
+LOCK_CHECK_KIND = DocumentKind("lock-check")
 
 LOCK_KIND = "ascend-workbench-lock"
 LOCK_FORMAT = 1
@@ -183,6 +186,14 @@ class LockCheck:
 
     def rows(self) -> list[dict[str, Any]]:
         return [c.row() for c in self.changes]
+
+    def write(self, path: Path, lock_file: Path) -> Path:
+        """`lock check --json`: the differences, stamped as a `lock-check` document."""
+        from workbench.results.envelope import write_result
+        from workbench.stack.provenance import provenance
+
+        document = {"lock_file": str(lock_file), "ok": self.ok, "differences": self.rows()}
+        return write_result(path, document, provenance(), LOCK_CHECK_KIND)
 
 
 def check_lock(

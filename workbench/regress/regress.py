@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
@@ -24,6 +25,9 @@ from workbench.regress.compare import (
 from workbench.regress.results import Run
 from workbench.regress.stackdiff import StackChange, diff_fingerprints, kernel_changes
 from workbench.regress.thresholds import Thresholds
+from workbench.results.envelope import DocumentKind
+
+REGRESS_KIND = DocumentKind("regress")
 
 SHOWN_CHANGES = 3  # stack changes written out on a regression line; the full list follows the table
 
@@ -101,6 +105,14 @@ class RegressReport:
 
         rows = [{"series": s.series, **c.row()} for s in self.series for c in s.stack_changes]
         return pd.DataFrame(rows, columns=["series", "key", "before", "after", "what", "action", "counts"])
+
+    def write(self, path: Path, results: list[Path]) -> Path:
+        """`regress --json`: the report and the result files it read, stamped as a `regress` document."""
+        from workbench.results.envelope import write_result
+        from workbench.stack.provenance import provenance
+
+        document = self.to_dict() | {"results": [str(p) for p in results]}
+        return write_result(path, document, provenance(), REGRESS_KIND)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,6 +1,7 @@
 """The result files the workbench writes, read back as runs that `regress` can compare.
 
-Kinds read (each carries its provenance stamp; older files without one read with an empty stamp):
+Kinds read, by the document's `kind` (each producer declares its kind; files written before kinds existed
+are recognised by the keys each kind always had, and files without a provenance stamp read with an empty one):
 
 - bench JSON (`ascend-workbench bench --json OUT`): {"meta", "workload", "summary", "requests"} -> one run;
 - sweep store (`DIR/results.jsonl`): one JSON point per line -> one run per point (a torn last line,
@@ -23,9 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.accuracy.documents import DUMP_COMPARE_KIND, OP_SUITE_KIND
 from workbench.errors import WorkbenchError
-from workbench.results.envelope import provenance_of
+from workbench.results.envelope import kind_of, provenance_of
 from workbench.results.jsonl import JsonlLog
+from workbench.serving.load.metrics import BENCH_KIND
+from workbench.sweep.store import SWEEP_POINT_KIND
 
 RESULT_KINDS_HELP = "a bench JSON (bench --json), a sweep results.jsonl, or a compare-ops / compare-dumps --json report"
 
@@ -175,6 +179,18 @@ def _not_a_result(path: Path, why: str) -> WorkbenchError:
 
 
 def _from_json(data: Any, path: Path) -> list[Run]:
+    stamped = kind_of(data)
+    if stamped is None:
+        return _from_unstamped_json(data, path)
+    reader = _JSON_READERS.get(stamped[0])
+    if reader is None:
+        raise _not_a_result(path, f"a {stamped[0]!r} result, which regress does not compare")
+    kind, read = reader
+    return [read(kind.check(data, path), str(path))]
+
+
+def _from_unstamped_json(data: Any, path: Path) -> list[Run]:
+    """Files written before documents carried a kind: recognised by the keys each kind always had."""
     source = str(path)
     if isinstance(data, dict) and {"workload", "summary"} <= data.keys():
         return [_bench_run(data, source)]
@@ -189,11 +205,23 @@ def _from_json(data: Any, path: Path) -> list[Run]:
     raise _not_a_result(path, "not a result file the workbench writes")
 
 
+# kind name -> (the producer's kind, the reader that turns its document into a run)
+_JSON_READERS = {
+    BENCH_KIND.name: (BENCH_KIND, _bench_run),
+    OP_SUITE_KIND.name: (OP_SUITE_KIND, lambda data, source: _op_suite_run(data["rows"], provenance_of(data), source)),
+    DUMP_COMPARE_KIND.name: (DUMP_COMPARE_KIND, _dump_compare_run),
+}
+
+
 def _from_jsonl(path: Path) -> list[Run]:
     # The sweep's own log rule: a torn last line is an interrupted write and a line that is not JSON is
     # reported and skipped (workbench.results.jsonl), so regress reads exactly the points the sweep reads.
     records = JsonlLog(path).read().records
-    points = [r for r in records if {"point_id", "workload", "summary"} <= r.keys()]
+    points = [
+        SWEEP_POINT_KIND.check(r, path) if kind_of(r) else r
+        for r in records
+        if SWEEP_POINT_KIND.matches(r) or (kind_of(r) is None and {"point_id", "workload", "summary"} <= r.keys())
+    ]
     if not points:
         raise _not_a_result(path, "holds no sweep point")
     return [_sweep_run(point, str(path)) for point in points]

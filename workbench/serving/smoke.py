@@ -20,15 +20,19 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 
+from workbench.results.envelope import DocumentKind, write_result
 from workbench.results.verdict import Verdict
 from workbench.serving.client import list_models
 from workbench.serving.crash import CrashReport, false_ready
 from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server
+
+SMOKE_KIND = DocumentKind("smoke")
 
 DEFAULT_PROMPT = "What is the capital of France? Answer in one word."
 DEFAULT_COMPLETION_PROMPT = "The capital of France is"
@@ -99,6 +103,12 @@ class SmokeReport:
             "checks": self.to_frame().to_dict(orient="records"),
             "diagnosis": self.diagnosis.as_row() if self.diagnosis else None,
         }
+
+    def write(self, path: Path) -> Path:
+        """`smoke --json`: the checks, stamped as a `smoke` document with the server it asked."""
+        from workbench.stack.provenance import provenance
+
+        return write_result(path, self.to_dict(), provenance(url=self.url, model=self.model), SMOKE_KIND)
 
     def summary(self) -> str:
         status = "PASS" if self.passed else "FAIL"

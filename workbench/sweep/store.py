@@ -17,8 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.results.envelope import provenance_of
+from workbench.results.envelope import DocumentKind, provenance_of
 from workbench.results.jsonl import JsonlLog
+
+SWEEP_POINT_KIND = DocumentKind("sweep-point")  # one per line of a sweep's results.jsonl
 
 
 class PointStatus(str, enum.Enum):
@@ -65,7 +67,7 @@ class PointResult:
         data = asdict(self)
         data["status"] = self.status.value
         data["server_pids"] = list(self.server_pids)
-        return data
+        return SWEEP_POINT_KIND.stamp() | data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PointResult:

@@ -33,7 +33,7 @@ from workbench.errors import WorkbenchError
 from workbench.evaluate.datasets import Dataset, load_dataset
 from workbench.evaluate.endpoints import LocalTokenizer, ServerTokenizer, has_tokenize_endpoint
 from workbench.evaluate.nll import tokenize_problem
-from workbench.results.envelope import write_result
+from workbench.results.envelope import DocumentKind, write_result
 from workbench.results.files import write_json
 from workbench.results.jsonl import JsonlLog
 from workbench.results.verdict import Verdict
@@ -56,6 +56,8 @@ from workbench.twin.report import (
     summary_table,
 )
 from workbench.twin.sides import Side, identity
+
+TWIN_KIND = DocumentKind("twin")
 
 PLAN_FILE = "plan.json"
 RESULT_FILE = "twin.json"
@@ -144,7 +146,7 @@ class TwinResult:
     def write(self) -> Path:
         a = self.sides[0]
         stamp = provenance(recipe=a.recipe, url=a.url)
-        return write_result(self.directory / RESULT_FILE, self.to_dict(), stamp)
+        return write_result(self.directory / RESULT_FILE, self.to_dict(), stamp, TWIN_KIND)
 
 
 # -- the plan: what a resume must find unchanged --------------------------------------------------------

@@ -47,11 +47,7 @@ def handle(args: argparse.Namespace) -> int:
         )
     print("verdicts:", result.counts())
     if args.json:
-        from workbench.results.envelope import write_result
-        from workbench.stack.provenance import provenance
-
-        document = {"counts": result.counts(), "rows": table.to_dict(orient="records")}
-        print(f"table: {write_result(args.json, document, provenance(device=str(device)))}")
+        print(f"table: {result.write(args.json, str(device))}")
     failures = result.failures()
     if args.export_failures and failures:
         for failure in failures:

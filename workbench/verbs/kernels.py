@@ -117,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
 def _write(path: Path | None, records: list[dict]) -> None:
     if path is None:
         return
-    from workbench.results.envelope import write_result
-    from workbench.stack.provenance import provenance
+    from workbench.backend.api import write_kernel_rows
 
-    print(f"wrote {write_result(path, {'rows': records}, provenance())}")
+    print(f"wrote {write_kernel_rows(path, records)}")

@@ -67,9 +67,5 @@ def run_check(args: argparse.Namespace) -> int:
     result = check_lock(lock)
     print(format_check(result, args.file))
     if args.json:
-        from workbench.results.envelope import write_result
-        from workbench.stack.provenance import provenance
-
-        document = {"lock_file": str(args.file), "ok": result.ok, "differences": result.rows()}
-        write_result(args.json, document, provenance())
+        print(f"json: {result.write(args.json, args.file)}")
     return 0 if result.ok else 1

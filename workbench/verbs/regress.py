@@ -47,9 +47,5 @@ def run(args: argparse.Namespace) -> int:
     report = regress(baseline.name, baseline.runs, current, thresholds, fail_on_thin=args.fail_on_thin)
     print(format_report(report))
     if args.json:
-        from workbench.results.envelope import write_result
-        from workbench.stack.provenance import provenance
-
-        document = report.to_dict() | {"results": [str(p) for p in args.results]}
-        print(f"written: {write_result(args.json, document, provenance())}")
+        print(f"written: {report.write(args.json, args.results)}")
     return 1 if report.failed else 0

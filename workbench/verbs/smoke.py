@@ -33,8 +33,5 @@ def run(args: argparse.Namespace) -> int:
     print(report.summary())
     print(f"answer: {report.answer!r}")
     if args.json:
-        from workbench.results.envelope import write_result
-        from workbench.stack.provenance import provenance
-
-        print(f"json: {write_result(args.json, report.to_dict(), provenance(url=report.url, model=report.model))}")
+        print(f"json: {report.write(args.json)}")
     return 0 if report.passed else 1

@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.results.envelope import envelope
+from workbench.results.envelope import DocumentKind, envelope
 from workbench.results.files import write_json
 from workbench.serving.load.client import RequestRecord
 from workbench.serving.load.workload import SLO, Workload
+
+BENCH_KIND = DocumentKind("bench")
 
 PERCENTILES = (50.0, 90.0, 99.0)
 
@@ -132,7 +134,7 @@ class LoadResult:
             "summary": self.summary.flat(),
             "requests": [asdict(r) for r in self.records],
         }
-        return envelope(payload, self.provenance)
+        return envelope(payload, self.provenance, BENCH_KIND)
 
     def write(self, path: Path) -> Path:
         """The bench JSON, atomically (`workbench.regress` reads it back; older files have "meta")."""

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from workbench.results.envelope import envelope, provenance_of, write_result
+from workbench.errors import WorkbenchError
+from workbench.results.envelope import DocumentKind, envelope, kind_of, provenance_of, write_result
 from workbench.results.files import remove_leftovers, remove_tree, staged_directory, write_json, write_text
 
 
@@ -57,10 +58,41 @@ def test_leftovers_of_a_killed_build_are_removed_and_nothing_else(tmp_path):
 
 def test_the_stamp_has_one_key_and_old_keys_still_read(tmp_path):
     stamp = {"created_at": "2026-12-01T10:00:00+0000"}
-    path = write_result(tmp_path / "r.json", {"summary": {"x": 1}}, stamp)
-    assert json.loads(path.read_text()) == {"provenance": stamp, "summary": {"x": 1}}
+    kind = DocumentKind("example", 2)
+    path = write_result(tmp_path / "r.json", {"summary": {"x": 1}}, stamp, kind)
+    data = json.loads(path.read_text())
+    assert data == {"kind": "example", "schema_version": 2, "provenance": stamp, "summary": {"x": 1}}
+    assert list(data)[:3] == ["kind", "schema_version", "provenance"]  # what it is comes first
     assert provenance_of({"meta": stamp, "workload": {}}) == stamp  # a bench JSON before the key was one
     assert provenance_of({"fingerprint": stamp}) == stamp  # a sweep point before the key was one
     assert provenance_of({"summary": {}}) == {}
-    with pytest.raises(ValueError, match="already has a 'provenance' key"):
-        envelope({"provenance": {}}, stamp)
+    for reserved in ("provenance", "kind", "schema_version"):
+        with pytest.raises(ValueError, match=f"already has \\['{reserved}'\\]"):
+            envelope({reserved: {}}, stamp, kind)
+
+
+def test_a_document_is_read_by_its_kind_and_a_newer_layout_is_refused(tmp_path):
+    kind = DocumentKind("example", 2)
+    older = tmp_path / "v1.json"
+    older.write_text(json.dumps({"kind": "example", "schema_version": 1, "x": 1}))
+    assert kind.read(older)["x"] == 1
+    assert kind_of({"kind": "example"}) == ("example", 1)  # no version written: the first layout
+    assert kind_of({"workload": {}}) is None  # written before kinds existed
+    newer = tmp_path / "v3.json"
+    newer.write_text(json.dumps({"kind": "example", "schema_version": 3}))
+    with pytest.raises(WorkbenchError, match="schema version 3 is newer than this workbench reads \\(up to 2\\)"):
+        kind.read(newer)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"kind": "bench", "schema_version": 1}))
+    with pytest.raises(WorkbenchError, match="is a 'bench' result, not a 'example' one"):
+        kind.read(other)
+    unstamped = tmp_path / "old.json"
+    unstamped.write_text("{}")
+    with pytest.raises(WorkbenchError, match="carries no 'kind'"):
+        kind.read(unstamped)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    with pytest.raises(WorkbenchError, match="broken.json: not valid JSON"):
+        kind.read(broken)
+    with pytest.raises(WorkbenchError, match="missing.json: file not found"):
+        kind.read(tmp_path / "missing.json")
