@@ -7,7 +7,7 @@
 Importing the package loads nothing but its environment table (`envs`, for ASCEND_BACKEND_LOG_LEVEL):
 each attribute below is imported on first access, and the op registry imports every built-in op the
 first time it is used (`registry.OpRegistry.load_builtin_ops`), so the table is always complete when
-asked. Why lazy: a process that only names devices (`ascend_backend.npu.kinds`, torch-free) or reads
+asked. Why lazy: a process that only names devices (`ascend_backend.platform.kinds`, torch-free) or reads
 the KV-cache bookkeeping must not pay for torch. It never imports `workbench` (a test enforces this).
 """
 
@@ -21,13 +21,13 @@ from ascend_backend import envs
 
 if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
     from ascend_backend import attention, ops, registry
-    from ascend_backend.npu import device
+    from ascend_backend.platform import device
     from ascend_backend.registry import REGISTRY
 
-# attribute -> module it is; `device` is the device probe, `ascend_backend.npu.device`.
+# attribute -> module it is; `device` is the device probe, `ascend_backend.platform.device`.
 _MODULES = {
     "attention": "ascend_backend.attention",
-    "device": "ascend_backend.npu.device",
+    "device": "ascend_backend.platform.device",
     "ops": "ascend_backend.ops",
     "registry": "ascend_backend.registry",
 }

@@ -59,7 +59,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from ascend_backend.npu.device import npu_status
+    from ascend_backend.platform.device import npu_status
 
     for item in items:
         if "notebook_run" in getattr(item, "fixturenames", ()):

@@ -14,7 +14,7 @@ this call must run native, or None:
 
 Otherwise the implementation runs the recipe the table chose, handing it the torch_npu module first:
 `recipes[choice.recipe](npu, *args)`. This module is the only one that asks the probe for torch_npu
-(`ascend_backend.npu.device.torch_npu`), and every `npu_*` / `_npu_*` call in ascend_backend is made on
+(`ascend_backend.platform.device.torch_npu`), and every `npu_*` / `_npu_*` call in ascend_backend is made on
 a recipe's `npu` parameter (tests/unit/ascend_backend/test_import_direction.py holds both by AST).
 
 Each recipe takes `npu` and then exactly the op's declared parameters (checked here, at registration);
@@ -30,8 +30,8 @@ from typing import Any
 
 import torch
 
-from ascend_backend.npu import device, kernels
-from ascend_backend.npu.kernels import CallFacts
+from ascend_backend.platform import device, kernels
+from ascend_backend.platform.kernels import CallFacts
 from ascend_backend.registry import REGISTRY, Backend
 from ascend_backend.signatures import OpSignature, parameter_names
 

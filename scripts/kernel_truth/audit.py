@@ -10,7 +10,7 @@ chip family vllm-ascend knows at that tag, every op of the table, the graph mode
 
 1. walks vllm-ascend's code at that tag from the layer or backend vllm-ascend registers (`probes.py`)
    and collects the calls the op makes (`trace.py`, under the cell's facts, `facts.py`);
-2. asks `ascend_backend.npu.kernels.select()` what the table runs for the same cell;
+2. asks `ascend_backend.platform.kernels.select()` what the table runs for the same cell;
 3. compares: the kernel (vllm-ascend's own `_C_ascend` / Triton default compared through its torch_npu
    fallback, which the row must name), the arguments (both calls bound to op-plugin's declared schema
    for the release's torch_npu), the conditions (a default of the cell that, flipped, changes the
@@ -418,7 +418,7 @@ def _refusal(calls: tuple[KernelCall, ...]) -> str:
 
 # ------------------------------------------------------------------------------------------- the table
 def table_choice(tag: TagInfo, cell: Cell):
-    from ascend_backend.npu.kernels import CallFacts, ChipFamily, GraphMode, SelectionContext, recipes, select
+    from ascend_backend.platform.kernels import CallFacts, ChipFamily, GraphMode, SelectionContext, recipes, select
 
     if cell.op not in recipes.RECIPES and cell.op not in getattr(recipes, "REFUSED", {}):
         return None
@@ -442,7 +442,7 @@ def table_choice(tag: TagInfo, cell: Cell):
 
 
 def ops_to_audit() -> list[str]:
-    from ascend_backend.npu.kernels import recipes
+    from ascend_backend.platform.kernels import recipes
 
     return list(recipes.RECIPES) + [op for op in getattr(recipes, "REFUSED", {}) if op not in recipes.RECIPES]
 
@@ -793,7 +793,7 @@ def runs(findings: list[Finding]) -> list[dict[str, Any]]:
 def write(out_dir: Path, findings: list[Finding], tags: list[TagInfo], mirror: Mirror, elapsed: float) -> dict:
     summary = counts(findings)
     data = {
-        "about": "Kernel-table audit: each cell's calls in vllm-ascend's source next to ascend_backend.npu.kernels.select(); "
+        "about": "Kernel-table audit: each cell's calls in vllm-ascend's source next to ascend_backend.platform.kernels.select(); "
         "written by scripts/kernel_truth (python -m scripts.kernel_truth).",
         "mirror": {"main": mirror.commit("main"), "tags": [t.ref for t in tags]},
         "seconds": round(elapsed),
@@ -857,7 +857,7 @@ def markdown(data: dict, elapsed: float) -> str:
         "Written by `python -m scripts.kernel_truth` (scripts/kernel_truth/); do not edit by hand. Every cell is an op at a",
         "tag on a chip (and, for attention and the cache write, a graph mode and a head size): the calls vllm-ascend's",
         "code makes there, found by walking it from the layer or backend it registers, next to what",
-        "`ascend_backend.npu.kernels.select()` returns. Where vllm-ascend's default is its own `_C_ascend` or Triton",
+        "`ascend_backend.platform.kernels.select()` returns. Where vllm-ascend's default is its own `_C_ascend` or Triton",
         "kernel, the comparison is with its torch_npu path and the row must name the default.",
         "",
         f"Mirror: main at `{data['mirror']['main'][:12]}`; {len(data['mirror']['tags'])} refs; {c['cells']['total']} cells, "

@@ -32,8 +32,8 @@ def count_torch_npu_calls(counter: Counter) -> None:
     """Wrap each torch_npu function a recipe can call so calls are counted, then run the real one."""
     import torch_npu
 
-    from ascend_backend.npu import device
-    from ascend_backend.npu.kernels import RECIPES, calls
+    from ascend_backend.platform import device
+    from ascend_backend.platform.kernels import RECIPES, calls
 
     device.atb_status()  # op-plugin swaps its lazy ATB wrappers for the real ops on first load: do it first
     for name in {call for recipes in RECIPES.values() for kernel in recipes.values() for call in calls(kernel)}:
@@ -95,8 +95,8 @@ def cases(group: str, heads: list[int]) -> list[tuple[str, object, dict]]:
 def run_case(op: str, inputs, facts: dict, dtype, counter: Counter, device: str = "npu:0") -> dict:
     import torch
 
-    from ascend_backend.npu import kernels
-    from ascend_backend.npu.kernels import CallFacts
+    from ascend_backend.platform import kernels
+    from ascend_backend.platform.kernels import CallFacts
     from ascend_backend.registry import REGISTRY, Backend
 
     rounded = inputs.to("cpu", dtype).to("cpu", torch.float32)

@@ -1,6 +1,6 @@
 """NPU adapters: each attention op makes the torch_npu call vllm-ascend makes for its release, chip and state.
 
-Which call is the kernel-selection table's answer (`ascend_backend.npu.kernels.choose(op, CallFacts(...))`,
+Which call is the kernel-selection table's answer (`ascend_backend.platform.kernels.choose(op, CallFacts(...))`,
 rows cited from vllm_ascend/attention/attention_v1.py and device/device_op.py per tag; the ops are declared
 in `ascend_backend.attention.ops`, their native kernels are `ascend_backend.attention.paged`); this module
 only builds the arguments of each recipe, as vllm-ascend builds them:
@@ -36,7 +36,7 @@ import torch
 from ascend_backend.attention import ops as _declared  # noqa: F401  (declares the ops adapted here)
 from ascend_backend.attention.layout import KVCacheDims
 from ascend_backend.npu.guard import npu_op
-from ascend_backend.npu.kernels import CallFacts
+from ascend_backend.platform.kernels import CallFacts
 
 # vllm-ascend's FIA mask: int8, 1 above the diagonal; sparse_mode=3 reads its causal pattern from it
 # (attention_mask.py get_splitfuse_attn_mask, v0.11.0 to v0.25.1rc1).

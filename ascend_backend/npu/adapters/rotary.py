@@ -30,9 +30,9 @@ from collections import OrderedDict
 import torch
 
 from ascend_backend.npu.guard import npu_op
-from ascend_backend.npu.kernels import CallFacts
 from ascend_backend.ops import multimodal_rotary as _declared_mrope  # noqa: F401  (declares mrope)
 from ascend_backend.ops import rotary as _declared_rope  # noqa: F401  (declares rotary_embedding)
+from ascend_backend.platform.kernels import CallFacts
 
 logger = logging.getLogger("ascend_backend.npu.adapters.rotary")
 

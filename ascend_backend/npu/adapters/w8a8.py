@@ -44,7 +44,7 @@ from __future__ import annotations
 import torch
 
 from ascend_backend.npu.guard import HALF_DTYPES, npu_op
-from ascend_backend.npu.kernels import CallFacts, kernels_typical
+from ascend_backend.platform.kernels import CallFacts, kernels_typical
 from ascend_backend.quantization import ops as _declared  # noqa: F401  (declares the ops adapted here)
 from ascend_backend.quantization.arithmetic import pack_deq_scale, unpack_deq_scale
 from ascend_backend.quantization.ops import output_dtype

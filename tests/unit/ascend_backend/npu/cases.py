@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from packaging.version import Version
 
-from ascend_backend.npu import kernels
-from ascend_backend.npu.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
-from ascend_backend.npu.kernels.table import releases
+from ascend_backend.platform import kernels
+from ascend_backend.platform.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
+from ascend_backend.platform.kernels.table import releases
 from tests.unit.ascend_backend.npu.schema import branch_for
 
 DEVICE = torch.device("meta")

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import ascend_backend.npu.adapters.rotary as rotary_mod
-import ascend_backend.npu.device as device_mod
-from ascend_backend.npu.kernels import OVERRIDE_VAR, calls
-from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
+import ascend_backend.platform.device as device_mod
+from ascend_backend.platform.kernels import OVERRIDE_VAR, calls
+from ascend_backend.platform.kinds import NpuStatus, NpuUnavailable
 from ascend_backend.registry import REGISTRY, Backend
 from tests.unit.ascend_backend.npu.cases import DEVICE, Case, all_cases_by_dtype, cases, inputs, torch_minor
 from tests.unit.ascend_backend.npu.rules import problems
@@ -30,7 +30,7 @@ CASES = all_cases_by_dtype()
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    """Install a stand-in for a branch; the guard hands it to the adapters from ascend_backend.npu.device.torch_npu()."""
+    """Install a stand-in for a branch; the guard hands it to the adapters from ascend_backend.platform.device.torch_npu()."""
 
     def install(branch: str) -> StandIn:
         fake = StandIn(signatures(branch))
@@ -59,7 +59,7 @@ def _run(case: Case, dtype: torch.dtype, stand_in, monkeypatch) -> tuple[StandIn
 
 def test_every_row_is_reachable_and_has_cases():
     ids = {c.row.id for c in cases()}
-    from ascend_backend.npu.kernels import kernel_table
+    from ascend_backend.platform.kernels import kernel_table
 
     assert ids == {r.id for r in kernel_table()}
 

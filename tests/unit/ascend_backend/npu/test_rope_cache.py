@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import ascend_backend.npu.adapters.rotary as rotary_mod
-import ascend_backend.npu.device as device_mod
+import ascend_backend.platform.device as device_mod
 from ascend_backend.npu.adapters.rotary import AtbRopeCache, rotary_embedding_npu
-from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
 from ascend_backend.ops.rotary import build_cos_sin_cache
+from ascend_backend.platform.kinds import NpuStatus, NpuUnavailable
 from tests.unit.ascend_backend.npu.rules import problems
 from tests.unit.ascend_backend.npu.schema import signatures
 from tests.unit.ascend_backend.npu.stand_in import StandIn

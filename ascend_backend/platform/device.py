@@ -23,7 +23,7 @@ from types import ModuleType
 import torch
 
 from ascend_backend import envs
-from ascend_backend.npu.kinds import DeviceKind, NpuStatus, NpuUnavailable
+from ascend_backend.platform.kinds import DeviceKind, NpuStatus, NpuUnavailable
 
 ATB_FIX = (
     "install the NNAL package matching your CANN version and source /usr/local/Ascend/nnal/atb/set_env.sh "

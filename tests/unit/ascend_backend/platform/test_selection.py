@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from ascend_backend.npu.kernels import (
+from ascend_backend.platform.kernels import (
     CallFacts,
     ChipFamily,
     GraphMode,
@@ -19,7 +19,7 @@ from ascend_backend.npu.kernels import (
     releases,
     select,
 )
-from ascend_backend.npu.kernels.recipes import RECIPES, STATES
+from ascend_backend.platform.kernels.recipes import RECIPES, STATES
 
 ATTENTION = list(STATES)
 TYPICAL = CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24))

@@ -2,7 +2,7 @@
 
 Why a module of its own: a process that only reads configuration (the workbench's recipe reader, a
 scheduler) names devices without loading torch, so these names must import without it. The probe that
-fills them in (`ascend_backend.npu.device`) does import torch; this module never does (a test imports it
+fills them in (`ascend_backend.platform.device`) does import torch; this module never does (a test imports it
 in a fresh interpreter and checks that `torch` stays out of `sys.modules`).
 """
 
