@@ -135,6 +135,14 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "(the decode batch is in vllm-ascend's pa_shape_list), or OP=RECIPE to pin one op's call, e.g. "
         "paged_decode_attention=atb_paged_attention. Comma-separated.",
     ),
+    EnvVar(
+        "TORCH_DEVICE_BACKEND_AUTOLOAD",
+        "1",
+        lambda raw: raw.strip() == "1",
+        "torch's own switch (torch/__init__.py _is_device_backend_autoload_enabled): 1 = `import torch` imports "
+        "torch_npu. Read here to know whether it will; ascend_backend.platform.autoload turns it off around "
+        "torch's own import and loads torch_npu right after, so a broken CANN install is diagnosed, not fatal.",
+    ),
 )
 
 _BY_NAME = {var.name: var for var in ENV_VARS}

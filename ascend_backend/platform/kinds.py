@@ -27,6 +27,7 @@ class NpuUnavailable(str, enum.Enum):
     DISABLED = "disabled by ASCEND_BACKEND_DISABLE_NPU"
     NOT_INSTALLED = "torch_npu not installed"
     CANN_NOT_SOURCED = "CANN libraries not found"
+    DRIVER_MISSING = "Ascend driver libraries not found"
     ATB_MISSING = "NNAL/ATB library missing or mismatched"
     TORCH_MISMATCH = "torch and torch_npu are not a matching pair"
     NO_DEVICE = "torch_npu imports but no NPU is visible"

@@ -1,8 +1,10 @@
-"""The arguments of a call: both sides' calls bound to op-plugin's declared schema for the release's torch_npu.
+"""The arguments of a call: both sides' calls bound to the schema of the torch_npu wheel the release pins.
 
 A kernel that matches by name can still be called with other arguments: the audit binds vllm-ascend's
-call (as the walker read it) and the call our recipe makes (`ours.py`) to the schema, and lists every
-parameter whose value or presence differs.
+call (as the walker read it) and the call our recipe makes (`ours.py`) to the schema op-plugin declared at
+the commit the pinned wheel was built from (the contract tests' data, tests/unit/ascend_backend/npu/data;
+the first candidate of a dev wheel, whose candidates declare the same for the functions audited), and
+lists every parameter whose value or presence differs.
 """
 
 from __future__ import annotations
@@ -22,17 +24,17 @@ def _schemas(torch_npu: str) -> tuple[str, dict[str, Any]] | None:
     except ImportError:
         return None
     try:
-        branch = "master" if torch_npu == "main" else schema.branch_for(torch_npu)
+        commit = schema.wheel_commits(torch_npu)[0]
     except KeyError:
         return None
-    return branch, schema.signatures(branch)
+    return commit, schema.signatures(commit)
 
 
-def _defaults(branch: str, function: str) -> dict[str, str]:
-    """param -> default text, from the schema string of `function` in op-plugin `branch`."""
+def _defaults(commit: str, function: str) -> dict[str, str]:
+    """param -> default text, from the schema string of `function` at op-plugin `commit`."""
     from tests.unit.ascend_backend.npu.schema import schema_data
 
-    entry = schema_data()["branches"][branch]["functions"].get(function)
+    entry = schema_data()["commits"][commit]["functions"].get(function)
     if entry is None:
         return {}
     return {name: value.strip() for name, value in re.findall(r"(\w+)\s*=\s*([^,)]+)", entry["schema"].split("->")[0])}
@@ -63,7 +65,7 @@ def argument_differences(tag: TagInfo, op: str, recipe: str, theirs: tuple[Kerne
     found = _schemas(tag.torch_npu)
     if found is None:
         return []
-    branch, signatures = found
+    commit, signatures = found
     ours_paths = recipe_calls(op, recipe)
     diffs = []
     for call in theirs:
@@ -76,7 +78,7 @@ def argument_differences(tag: TagInfo, op: str, recipe: str, theirs: tuple[Kerne
         mine = [c for path in ours_paths for c in path if c.function == fn]
         if not mine:
             continue
-        defaults = _defaults(branch, fn)
+        defaults = _defaults(commit, fn)
         their_args = _bound(call, signature)
         our_args: dict[str, set[str | None]] = defaultdict(set)
         for c in mine:

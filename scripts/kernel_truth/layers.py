@@ -109,8 +109,30 @@ def _registrations(walker: Walker, func: FuncRef, body: list[ast.stmt], frame=No
     return found
 
 
+# vllm-ascend's own model classes that gather cos/sin once per step and hand them to the layer's rotary
+# (`self.rotary_emb(..., cos=cos, sin=sin, is_cos_sin_cached=True)`: models/qwen2.py@v0.9.1:94,
+# models/qwen3.py@v0.9.1:168, registered in models/__init__.py at v0.9.1rc2-v0.9.1).
+OWN_MODEL_ROTARY = {
+    "Qwen2ForCausalLM": "vllm_ascend/models/qwen2.py",
+    "Qwen3ForCausalLM": "vllm_ascend/models/qwen3.py",
+}
+
+
+def model_rotary_args(walker: Walker, cell: Cell) -> dict:
+    """The rotary arguments the cell's model passes where vllm-ascend registers its own model class for it."""
+    path = OWN_MODEL_ROTARY.get(cell.call.architecture) if cell.op == "rotary_embedding" else None
+    if path is None:
+        return {}
+    walker.facts.read.add("cell")
+    registered = walker.tree.grep(f'"{cell.call.architecture}", "vllm_ascend.models.', "vllm_ascend/models/")
+    if not registered or path not in walker.tree.grep("is_cos_sin_cached=True", "vllm_ascend/models/"):
+        return {}
+    return {"is_cos_sin_cached": True, "cos": Opaque("cos"), "sin": Opaque("sin")}
+
+
 def layer_entries(walker: Walker, cell: Cell) -> list[Entry] | NoEntry:
     name, args = LAYER_NAMES[cell.op]
+    args = {**args, **model_rotary_args(walker, cell)}
     found = registered_layer(walker, name)
     if found is None:
         return NoEntry(f"vllm-ascend registers no {name} override: vLLM's {name}.forward_native runs")

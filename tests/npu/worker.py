@@ -49,18 +49,14 @@ def count_torch_npu_calls(counter: Counter) -> None:
 
 
 def _attention_inputs(op: str, head: int):
-    from workbench.accuracy.op_inputs import make_inputs
+    """The self-test's attention inputs (workbench.selftest.cases): block 128 and cached prefixes in whole
+    blocks, the shape a serving engine hands these kernels and the ATB prefix encoder requires."""
+    from ascend_backend.platform.kernels import ChipFamily
+    from workbench.selftest.cases import item_inputs
+    from workbench.selftest.plan import KernelItem
 
-    params = {
-        "num_seqs": 4,
-        "num_heads": 8,
-        "num_kv_heads": 2,
-        "head_size": head,
-        "context_len": 300,
-        "block_size": 128,
-        "query_len": 40,
-    }
-    return make_inputs(op, params, seed=head)
+    item = KernelItem(op, "-", "-", ChipFamily.A2, "-", "-", (("head_size", (head,)),), False)
+    return item_inputs(item, seed=head)
 
 
 def _rotary_inputs(head: int, rotary_dim: int, base: float):

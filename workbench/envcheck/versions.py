@@ -99,7 +99,7 @@ def check_torch_npu(stack: InstalledStack, npu: NpuStatus | None, presence: NpuP
             observed + f"; {presence.evidence}",
             "no torch_npu on a machine without NPU",
             "pip uninstall torch-npu here (torch's backend autoload imports it inside `import torch`), "
-            "or export TORCH_DEVICE_BACKEND_AUTOLOAD=0",
+            f"or export TORCH_DEVICE_BACKEND_AUTOLOAD=0; where an NPU should be visible: {npu.fix}",
         )
     if not presence.present:
         return skipped(name, G, f"{installed.describe()} imports, no NPU visible: {presence.evidence}")

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "regress",
                 "run",
                 "scan",
+                "selftest",
                 "serving",
                 "sweep",
                 "triage",
