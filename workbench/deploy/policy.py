@@ -1,0 +1,98 @@
+"""The port's mapping table (`policy/deploy/ascend-port.yaml`), read once through the one recipe reader.
+
+Images whose entrypoint is vLLM's server, the Ascend image, environment renames, device-plugin resources,
+runtime classes and what a container needs to see the NPUs: each row names its Ascend counterpart (or
+`remove`), why, and where vllm-ascend documents it (pinned to a tag or commit).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from pathlib import Path
+
+from pydantic import Field
+
+from workbench import settings
+from workbench.recipes import Frozen, load_recipe_file
+
+REMOVE = "remove"
+
+
+class ImageRow(Frozen):
+    repository: str
+    entrypoint: tuple[str, ...]
+    cite: str
+
+
+class AscendImage(Frozen):
+    template: str
+    entrypoint: tuple[str, ...]
+    cite: tuple[str, ...]
+
+
+class Rename(Frozen):
+    to: str
+    why: str
+    cite: str
+
+    @property
+    def removes(self) -> bool:
+        return self.to == REMOVE
+
+
+class DockerNeeds(Frozen):
+    devices: tuple[str, ...]
+    per_npu_device: str
+    mounts: tuple[str, ...]
+    shm_floor: str
+    cite: str
+
+
+class PortPolicy(Frozen):
+    name: str
+    images: tuple[ImageRow, ...] = Field(min_length=1)
+    ascend_image: AscendImage
+    env: dict[str, Rename]
+    resources: dict[str, Rename]
+    runtime_classes: dict[str, Rename]
+    docker: DockerNeeds
+
+    def entrypoint_of(self, image: str) -> tuple[str, ...] | None:
+        """The entrypoint of an image the table knows (by repository, any tag), else None."""
+        repository = repository_of(image)
+        row = next((r for r in self.images if r.repository == repository), None)
+        return row.entrypoint if row else None
+
+    def resource(self, name: str) -> Rename | None:
+        return next((row for pattern, row in self.resources.items() if fnmatch.fnmatchcase(name, pattern)), None)
+
+
+def repository_of(image: str) -> str:
+    """'docker.io/vllm/vllm-openai:v0.8.5' -> 'vllm/vllm-openai' (registry prefix of Docker Hub, tag and digest dropped)."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+    for prefix in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name.removeprefix("library/")
+
+
+def tag_of(image: str) -> str | None:
+    last = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else None
+
+
+def default_policy_path() -> Path:
+    return settings.policy_dir() / "deploy" / "ascend-port.yaml"
+
+
+@functools.cache
+def _load(path: Path) -> PortPolicy:
+    return load_recipe_file(PortPolicy, path, what="deployment port policy", required="'images' and 'env'")
+
+
+def port_policy(path: str | Path | None = None) -> PortPolicy:
+    return _load(Path(path or default_policy_path()).resolve())
