@@ -66,7 +66,7 @@ def _service(name: str, node: Node, line: int, where: str, outside: dict[str, Se
     env = tuple(_environment(node, where, outside, missing))
     place = Place(f"service/{name}", where, line, SourceKind.COMPOSE, image, env, (), tuple(_placement(node, where)))
     argv = _words(nodes.get(node, "entrypoint")) + _words(nodes.get(node, "command"))
-    engine = from_argv(place, argv, outside)
+    engine = from_argv(place, argv, outside, own_env=False)
     if engine is None:
         return None
     from dataclasses import replace

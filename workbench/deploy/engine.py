@@ -40,10 +40,15 @@ def env_map(settings: Sequence[Setting]) -> dict[str, Setting]:
     return {s.name: s for s in settings if s.kind == "env"}
 
 
-def from_argv(place: Place, argv: Sequence[tuple[str, int]], interpolate: Mapping[str, Setting] = {}) -> Container | None:
-    """The engine container of a process whose argument vector (entrypoint + command) is `argv`."""
+def from_argv(
+    place: Place, argv: Sequence[tuple[str, int]], interpolate: Mapping[str, Setting] = {}, own_env: bool = True
+) -> Container | None:
+    """The engine container of a process whose argument vector (entrypoint + command) is `argv`.
+
+    `own_env`: whether `$VAR` in the command is the container's own environment (a manifest's `$(VAR)`, a
+    shell) or only `interpolate` (compose substitutes from the shell and `.env` before anything runs)."""
     texts = [t for t, _ in argv]
-    env = {**interpolate, **env_map(place.env)}
+    env = {**interpolate, **(env_map(place.env) if own_env else {})}
     if len(texts) >= 3 and texts[0].rsplit("/", 1)[-1] in SHELLS and "-c" in texts[1:3]:
         script, line = argv[texts.index("-c") + 1]
         for launch in read_script(script, place.where, env, line).launches:
@@ -87,6 +92,9 @@ def from_launch(place: Place, launch: Launch) -> Container | None:
 
 def _container(place: Place, launcher: str, words: tuple[Word, ...], env: Mapping[str, Setting]) -> Container:
     flags = read_flags(words, place.where, env, "command line")
+    command = next((w for w in words if w.text.rsplit("/", 1)[-1] == "vllm"), None)
+    if command is not None and command.text.startswith("/"):  # a GPU image's own path to the command
+        place = replace(place, placement=(*place.placement, Setting("launcher", command.text, Origin(place.where, command.line, "command"))))
     return Container(
         name=place.name,
         source=place.where,

@@ -72,7 +72,19 @@ def _container(node: Node, pod: Node, resource: str, where: str, kind: SourceKin
     env = _env(node, where, maps)
     place = Place(f"{resource}/{name}", where, nodes.line(node), kind, image, env, _resources(node, where), _placement(pod, node, where))
     argv = nodes.strings(nodes.get(node, "command")) + nodes.strings(nodes.get(node, "args"))
-    return from_argv(place, argv)
+    engine = from_argv(place, argv)
+    if engine is None and _uses_gpu(place):
+        # not a server itself (a Ray worker of a multi-node group), but it runs on the GPUs: ported with its pod
+        return Container(place.name, where, place.line, kind, "", image, (), env, place.resources, place.placement)
+    return engine
+
+
+def _uses_gpu(place: Place) -> bool:
+    from workbench.deploy.facts import VLLM_IMAGES
+    from workbench.deploy.policy import repository_of
+
+    gpu = any("nvidia.com/" in s.key for s in place.resources)
+    return gpu or (place.image is not None and repository_of(place.image.value or "") in VLLM_IMAGES)
 
 
 def _env(node: Node, where: str, maps) -> tuple[Setting, ...]:

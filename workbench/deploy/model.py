@@ -133,3 +133,4 @@ class ReadResult:
     read: tuple[tuple[str, SourceKind], ...]
     not_read: tuple[NotRead, ...]
     convention: Convention = Convention()
+    companions: tuple[Container, ...] = ()  # GPU containers that run no vLLM server (Ray workers): ported, not linted

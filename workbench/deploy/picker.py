@@ -180,8 +180,9 @@ def _changes(result: ReadResult, service, tag: str, paired: str) -> list[Reason]
             changes.append(Reason(f"{container.name}: {finding.setting}={finding.value}: {finding.reason}; fix: {finding.fix}", finding.cite))
         for label, value, origin in facts_mod.features(container):
             tie = cuda_tie("option", _flag_key(label), value)
-            if tie is not None and tie[1].severity.value == "blocks":
-                changes.append(Reason(f"{container.name}: {label} {value} ({origin}) has no Ascend path: {tie[1].counterpart}", tie[1].cite[0]))
+            if tie is not None and tie[1].severity.value in ("blocks", "change"):
+                what = "has no Ascend path" if tie[1].severity.value == "blocks" else "needs a change on Ascend"
+                changes.append(Reason(f"{container.name}: {label} {value} ({origin}) {what}: {tie[1].counterpart}", tie[1].cite[0]))
     return changes
 
 

@@ -42,6 +42,7 @@ class Rename(Frozen):
 
 
 class DockerNeeds(Frozen):
+    npus_for_all: int = Field(ge=1)
     devices: tuple[str, ...]
     per_npu_device: str
     mounts: tuple[str, ...]
@@ -53,6 +54,7 @@ class PortPolicy(Frozen):
     name: str
     images: tuple[ImageRow, ...] = Field(min_length=1)
     ascend_image: AscendImage
+    launcher: Rename
     env: dict[str, Rename]
     resources: dict[str, Rename]
     runtime_classes: dict[str, Rename]

@@ -52,7 +52,9 @@ def read_paths(paths: tuple[Path, ...], env: dict[str, Setting], values: tuple[P
         else:
             _file(state, path, None)
     _join(state)
-    return ReadResult(tuple(state.containers), tuple(state.read), tuple(state.not_read), state.convention)
+    engines = tuple(c for c in state.containers if c.launcher)
+    companions = tuple(c for c in state.containers if not c.launcher)
+    return ReadResult(engines, tuple(state.read), tuple(state.not_read), state.convention, companions)
 
 
 def _directory(state: _State, root: Path) -> None:
