@@ -123,10 +123,10 @@ class ImportResult:
 
         return write_result(Path(path), self.to_dict(), provenance(), IMPORT_KIND)
 
-    def text(self) -> str:
+    def text(self, diffs: bool = True) -> str:
         from workbench.deploy.report import render
 
-        return render(self)
+        return render(self, diffs)
 
 
 def _container_dict(container: Container) -> dict[str, Any]:

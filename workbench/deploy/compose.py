@@ -30,7 +30,7 @@ def read_compose(text: str, where: str, outside: dict[str, Setting]) -> list[Con
     found: list[Container] = []
     for doc in nodes.documents(text, where):
         for name, service, line in nodes.items(nodes.get(doc, "services")):
-            engine = _service(name, service, line, where, outside)
+            engine = _service(name, service, line, where, outside, text)
             if engine is not None:
                 found.append(engine)
     return found
@@ -56,7 +56,7 @@ def _interp(value: str | None, where: str, line: int, via: str, outside: dict[st
     return Setting("", expanded.text, Origin(where, line, via), expanded.origins)
 
 
-def _service(name: str, node: Node, line: int, where: str, outside: dict[str, Setting]) -> Container | None:
+def _service(name: str, node: Node, line: int, where: str, outside: dict[str, Setting], source: str) -> Container | None:
     missing: list[str] = []
     image_node = nodes.get(node, "image")
     image = None
@@ -65,7 +65,7 @@ def _service(name: str, node: Node, line: int, where: str, outside: dict[str, Se
         image = Setting("image", raw.value, raw.origin, raw.resolved_from)
     env = tuple(_environment(node, where, outside, missing))
     place = Place(f"service/{name}", where, line, SourceKind.COMPOSE, image, env, (), tuple(_placement(node, where)))
-    argv = _words(nodes.get(node, "entrypoint")) + _words(nodes.get(node, "command"))
+    argv = _words(nodes.get(node, "entrypoint"), source) + _words(nodes.get(node, "command"), source)
     engine = from_argv(place, argv, outside, own_env=False)
     if engine is None:
         return None
@@ -74,11 +74,12 @@ def _service(name: str, node: Node, line: int, where: str, outside: dict[str, Se
     return replace(engine, unresolved=tuple(dict.fromkeys((*missing, *engine.unresolved))))
 
 
-def _words(node: Node | None) -> list[tuple[str, int]]:
+def _words(node: Node | None, source: str) -> list[tuple[str, int]]:
     """A list stays a list; a string is split into words the way compose splits it (shell quoting)."""
     if isinstance(node, ScalarNode):
-        return [(w.text, nodes.line(node)) for command in commands(str(node.value)) for w in command.words]
-    return nodes.strings(node)
+        text, first = nodes.shell_text(node, source)
+        return [(w.text, w.line + first - 1) for command in commands(text) for w in command.words]
+    return nodes.argv(node, source)
 
 
 def _environment(node: Node, where: str, outside: dict[str, Setting], missing: list[str]):

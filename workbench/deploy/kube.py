@@ -32,7 +32,7 @@ def read_manifests(text: str, where: str, configmaps: dict[str, dict[str, Settin
         template = _template_at(rendered, nodes.line(doc))
         for pod in _pod_specs(doc):
             for container in nodes.elements(nodes.get(pod, "containers")):
-                engine = _container(container, pod, resource, where, kind, maps)
+                engine = _container(container, pod, resource, where, kind, maps, text)
                 if engine is not None:
                     notes = (f"rendered from {template}",) if template else ()
                     found.append(_with_notes(engine, notes))
@@ -65,13 +65,13 @@ def _pod_specs(doc: Node) -> list[Node]:
     return [n for n in nodes.walk(doc) if isinstance(n, MappingNode) and nodes.get(n, "containers") is not None]
 
 
-def _container(node: Node, pod: Node, resource: str, where: str, kind: SourceKind, maps) -> Container | None:
+def _container(node: Node, pod: Node, resource: str, where: str, kind: SourceKind, maps, source: str) -> Container | None:
     name = nodes.text(nodes.get(node, "name")) or "?"
     image_node = nodes.get(node, "image")
     image = Setting("image", nodes.text(image_node), Origin(where, nodes.line(image_node), "image")) if image_node else None
     env = _env(node, where, maps)
     place = Place(f"{resource}/{name}", where, nodes.line(node), kind, image, env, _resources(node, where), _placement(pod, node, where))
-    argv = nodes.strings(nodes.get(node, "command")) + nodes.strings(nodes.get(node, "args"))
+    argv = nodes.argv(nodes.get(node, "command"), source) + nodes.argv(nodes.get(node, "args"), source)
     engine = from_argv(place, argv)
     if engine is None and _uses_gpu(place):
         # not a server itself (a Ray worker of a multi-node group), but it runs on the GPUs: ported with its pod

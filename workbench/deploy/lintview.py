@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from workbench.deploy.argv import words_at
 from workbench.deploy.model import Container
+from workbench.deploy.vllm_config import FALSE_SWITCH
 from workbench.lint.command import Occurrence, ParsedInput, parse_words
 
 
@@ -20,7 +21,7 @@ def parsed_for(container: Container, consumed: frozenset[str] = frozenset()) -> 
         texts.append(model)
         lines.append(next(s.origin.line for s in container.flags if s.key in ("model", "flag.--model")))
     for setting in container.flags:
-        if setting.key in ("model", "flag.--model"):
+        if setting.key in ("model", "flag.--model") or setting.origin.via == FALSE_SWITCH:
             continue
         texts.append(setting.name)
         lines.append(setting.origin.line)

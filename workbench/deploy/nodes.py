@@ -73,3 +73,44 @@ def walk(node: Node | None) -> Iterator[Node]:
     elif isinstance(node, SequenceNode):
         for child in node.value:
             yield from walk(child)
+
+
+def shell_text(node: Node, source: str) -> tuple[str, int]:
+    """A scalar's value as shell text that keeps its source lines, and the line its text starts on.
+
+    YAML folds a quoted or plain scalar written over several lines into one line, so a command in
+    `- "bash x.sh;\\n   python3 -m ... --port 8080"` would lose the line of each flag. The source lines are
+    joined with a shell continuation (` \\` + newline, read as a space by the shell reader) instead, each
+    piece unescaped the way YAML would; a literal block (`|`) keeps its own lines, starting after `|`.
+    """
+    if not isinstance(node, ScalarNode):
+        return "", line(node)
+    value = str(node.value)
+    first = line(node)
+    if node.style in ("|", ">"):
+        return value, first + 1
+    raw = source[node.start_mark.index : node.end_mark.index]
+    if "\n" not in raw:
+        return value, first
+    if node.style in ('"', "'"):
+        raw = raw[1:-1]
+    pieces = [piece.strip() for piece in raw.split("\n")]
+    if node.style == '"':
+        pieces = [_unescape_double(p) for p in pieces]
+    elif node.style == "'":
+        pieces = [p.replace("''", "'") for p in pieces]
+    return " \\\n".join(pieces), first
+
+
+def _unescape_double(piece: str) -> str:
+    try:
+        loaded = yaml.safe_load('"' + piece.rstrip("\\") + '"')
+    except yaml.YAMLError:
+        return piece
+    return str(loaded) if loaded is not None else ""
+
+
+def argv(node: Node | None, source: str) -> list[tuple[str, int]]:
+    """(text, line) of each element of a command list; a multi-line element keeps its lines (`shell_text`)."""
+    items = [node] if isinstance(node, ScalarNode) else elements(node)
+    return [shell_text(n, source) for n in items if isinstance(n, ScalarNode)]

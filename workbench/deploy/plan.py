@@ -251,9 +251,10 @@ def _lint_fixes(container: Container, release: str, consumed: frozenset[str], do
                 continue
             why = f"nothing in the engine container reads {setting.name}: neither vLLM nor vllm-ascend {release} does (lint), nor the container's command"
             target = ""
+        cite = finding.cite or f"ascend_backend/data/vllm_envs.json, vllm_ascend_config.json at {release} (what reads {setting.name})"
         if not target:
-            found.append(_change(container, setting, None, why, finding.cite, M_VERSIONS, [_delete(container, setting)]))
+            found.append(_change(container, setting, None, why, cite, M_VERSIONS, [_delete(container, setting)]))
         else:
             edit = Edit(setting.origin.file, setting.origin.line, "replace", setting.name, target.split(".", 1)[-1])
-            found.append(_change(container, setting, f"{target}={value}", why, finding.cite, M_VERSIONS, [edit]))
+            found.append(_change(container, setting, f"{target}={value}", why, cite, M_VERSIONS, [edit]))
     return found

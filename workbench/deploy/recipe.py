@@ -90,8 +90,8 @@ def _field(setting: Setting, extra: list[str]) -> tuple[str | None, object]:
             return None, None
         return TOP[flag], int(value) if flag == "--max-model-len" else value
     switch = flag.replace("--no-", "--", 1)
-    if switch in SWITCHES and value is None:
-        return f"engine.{switch[2:].replace('-', '_')}", not flag.startswith("--no-")
+    if switch in SWITCHES and value in (None, "false"):
+        return f"engine.{switch[2:].replace('-', '_')}", not flag.startswith("--no-") and value is None
     if flag in INTS and value is not None and value.isdigit():
         return f"engine.{flag[2:].replace('-', '_')}", int(value)
     if flag == "--gpu-memory-utilization" and value is not None and re.fullmatch(r"0?\.\d+|1(\.0*)?", value):
@@ -105,7 +105,8 @@ def _field(setting: Setting, extra: list[str]) -> tuple[str | None, object]:
             return f"engine.{flag[2:].replace('-', '_')}", json.loads(value)
         except ValueError:
             pass
-    extra.extend([flag] if value is None else [flag, value])
+    if value != "false" or not setting.origin.via.startswith("--config, a false switch"):
+        extra.extend([flag] if value is None else [flag, value])
     return None, None
 
 

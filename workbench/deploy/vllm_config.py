@@ -11,6 +11,8 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from workbench.deploy import nodes
 from workbench.deploy.model import Origin, Setting
 
+FALSE_SWITCH = "--config, a false switch: nothing is passed"
+
 
 @functools.cache
 def known_flags() -> frozenset[str]:
@@ -31,7 +33,9 @@ def is_vllm_config(doc: Node) -> bool:
         return False
     keys = [k for k, _, _ in nodes.items(doc)]
     known = [k for k in keys if flag_of(k) in known_flags() or k == "model"]
-    return len(known) >= 2 and len(known) >= len(keys) / 2
+    # vLLM refuses a key it has no flag for, so a real --config file is (nearly) all flags; a workbench
+    # serving recipe (name, engine, env, ...) is not
+    return len(known) >= 2 and len(keys) - len(known) <= len(keys) / 4
 
 
 def read_config(doc: Node, where: str) -> tuple[Setting, ...]:
@@ -47,9 +51,12 @@ def read_config(doc: Node, where: str) -> tuple[Setting, ...]:
 
             found.append(Setting(f"flag.{flag_of(key)}", json.dumps(yaml.safe_load(yaml.serialize(value))), origin))
         elif value.tag.endswith(":bool"):
-            # vLLM's --config reader passes a true switch as the bare flag and leaves a false one out
+            # vLLM's --config reader passes a true switch as the bare flag and leaves a false one out:
+            # kept with its value so the setting is still traced (lint and the command skip it)
             if nodes.text(value).lower() == "true":
                 found.append(Setting(f"flag.{flag_of(key)}", None, origin))
+            else:
+                found.append(Setting(f"flag.{flag_of(key)}", "false", Origin(where, line, FALSE_SWITCH)))
         else:
             found.append(Setting(f"flag.{flag_of(key)}", _scalar(nodes.text(value)), origin))
     return tuple(found)
