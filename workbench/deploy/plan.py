@@ -68,7 +68,9 @@ def _image(container: Container, release: str, policy: PortPolicy) -> list[Chang
     if image is None or image.value is None:
         return []
     new = policy.ascend_image.template.format(release=release)
-    edits = [Edit(image.origin.file, image.origin.line, "replace", image.value, new)]
+    entry = " ".join(policy.ascend_image.entrypoint)
+    shown = f"{new} {entry}" if container.kind is SourceKind.SHELL and container.launcher.startswith("image entrypoint") else new
+    edits = [Edit(image.origin.file, image.origin.line, "replace", image.value, shown)]
     if image.resolved_from:  # FROM repo:${ARG}: the repository on the FROM line, the tag where the ARG is set
         tag = tag_of(image.value) or ""
         edits = [Edit(image.origin.file, image.origin.line, "replace", repository_of(image.value), new.rsplit(":", 1)[0])]
@@ -91,7 +93,7 @@ def _entrypoint(container: Container, policy: PortPolicy) -> list[Change]:
     elif container.kind is SourceKind.DOCKERFILE:
         edit = Edit(file, line, "insert_after", "", f"ENTRYPOINT {words}")
     else:
-        edit = Edit(file, line, "replace", image.value or "", f"{image.value} {' '.join(policy.ascend_image.entrypoint)}")
+        return []  # `docker run IMAGE ARGS`: the image change writes `IMAGE vllm serve ARGS`
     why = "the vllm-ascend image sets no ENTRYPOINT (it ends with CMD [\"/bin/bash\"]), so the command names `vllm serve`"
     setting = Setting("entrypoint", " ".join(policy.ascend_image.entrypoint), image.origin)
     return [_change(container, setting, " ".join(policy.ascend_image.entrypoint), why, policy.ascend_image.cite[1], M_VERSIONS, [edit])]
@@ -156,7 +158,8 @@ def _placement(container: Container, policy: PortPolicy) -> list[Change]:
             found.append(_change(container, setting, None, row.why, row.cite, M_BACKEND, [Edit(file, line, "delete")]))
         elif setting.key in ("compose.runtime", "docker.runtime") and setting.value not in (None, "runc"):
             why = f"the {setting.value} container runtime; an Ascend container sees its NPUs as devices"
-            found.append(_change(container, setting, None, why, docker.cite, M_BACKEND, [Edit(file, line, "delete_setting", setting.key.split(".")[-1])]))
+            edit = Edit(file, line, "delete") if setting.key == "compose.runtime" else Edit(file, line, "delete_setting", "--runtime", setting.value or "")
+            found.append(_change(container, setting, None, why, docker.cite, M_BACKEND, [edit]))
         elif setting.key == "docker.gpus":
             found.append(_devices(container, setting, policy))
         elif setting.key == "compose.gpu_reservation":

@@ -225,7 +225,10 @@ def _image_launch(state: _State, path: Path, image: Image, place: Place) -> Cont
             argv = [(w, image.base.origin.line) for w in inherited] + list(image.cmd or [])
     script = _launched_python(path, image, argv, state)
     if script is None:
-        return from_argv(place, argv)
+        found = from_argv(place, argv)
+        if found is not None and image.entrypoint is None and argv[:2] != list(image.cmd or [])[:2]:
+            found = replace(found, launcher="image entrypoint (vllm serve)")  # the base image's, not this file's
+        return found
     tree, _text = state.python[script]
     serve = next((launch for launch in pysource.launches(tree, str(script)) if launch.launcher == "vllm serve"), None)
     if serve is None:
