@@ -4,13 +4,11 @@ read, the release and why, what must change, the recipes, and the ported files' 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from workbench.deploy.api import ImportResult
+from typing import Any
 
 
-def render(result: ImportResult, diffs: bool = True) -> str:
+def render(result: Any, diffs: bool = True) -> str:
+    """`result` is an `ImportResult` (not imported here: the API imports this module)."""
     read = result.read
     lines = [f"import: {len(read.containers)} engine container(s) in {len(read.read)} file(s) read, "
              f"{len(read.not_read)} not read, {result.seconds:.2f} s"]  # fmt: skip
