@@ -26,7 +26,13 @@ _GPU_RUNTIME_RE = re.compile(
     r"|nvidia-docker|capabilities:\s*\[\s*[\"']?gpu"
 )
 _SIMPLE: tuple[tuple[re.Pattern[str], Rule], ...] = (
-    (re.compile(r"nvidia\.com/gpu"), Rule.K8S_GPU_RESOURCE),
+    (re.compile(r"nvidia\.com/gpu(?![\w.-])"), Rule.K8S_GPU_RESOURCE),
+    (re.compile(r"runtimeClassName:\s*[\"']?nvidia\b"), Rule.K8S_RUNTIME_CLASS),
+    # MIG slices, HAMi's memory and core shares, time-sliced GPUs
+    (re.compile(r"nvidia\.com/(?:mig-[\w.-]+|gpumem(?:-percentage)?|gpucores|gpu\.shared)"), Rule.K8S_GPU_SHARING),
+    (re.compile(r"(?:docker\.io/)?lmcache/vllm-openai[\w.:-]*"), Rule.KV_CACHE_CUDA_IMAGE),
+    # UCX's CUDA transports (cuda_copy, cuda_ipc, gdr_copy) and KV buffers placed on the GPU (NIXL, connectors)
+    (re.compile(r"UCX_TLS\W+[^\n]*\b(?:cuda\w*|gdr_copy)|(?:nixlBufferDevice|kv_buffer_device)[\"']?\s*[:=]\s*[\"']?cuda", re.I), Rule.TRANSPORT_CUDA),
     (re.compile(r"\bnvidia-smi\b"), Rule.TOOL_NVIDIA_SMI),
     (re.compile(r"(?<![\w/.-])(?:\S*/)?nvcc\b"), Rule.NATIVE_CUDA_BUILD),
     (re.compile(r"/usr/local/cuda\b"), Rule.ENV_CUDA_TOOLKIT),
@@ -155,6 +161,8 @@ _FINDERS: dict[FileKind, tuple[Finder, ...]] = {
     FileKind.SHELL: (_env_names, _options, _simple, _images, _pip_installs),
     FileKind.MAKEFILE: (_env_names, _options, _simple, _images, _pip_installs, _pattern(_CMAKE_CUDA_RE, Rule.NATIVE_CUDA_BUILD)),
     FileKind.CONFIG: (_env_names, _options, _simple, _images),
+    FileKind.TEMPLATE: (_env_names, _options, _simple, _images),
+    FileKind.TERRAFORM: (_env_names, _options, _simple, _images),
     FileKind.DOCKERFILE: (_from_line, _env_names, _options, _simple, _images, _pip_installs),
     FileKind.REQUIREMENTS: (_requirements, _simple),
     FileKind.CMAKE: (_env_names, _simple, _pattern(_CMAKE_CUDA_RE, Rule.NATIVE_CUDA_BUILD)),
