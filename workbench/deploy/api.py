@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 IMPORT_KIND = DocumentKind("import", 1)
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
-__all__ = ["IMPORT_KIND", "ImportRequest", "ImportResult", "check_release", "lint_reader", "run_import"]
+__all__ = ["IMPORT_KIND", "ImportRequest", "ImportResult", "check_release", "lint_reader", "request_for", "run_import"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,27 @@ class ImportResult:
     def diffs(self) -> str:
         return "\n".join(p.diff for p in self.ported)
 
+    def release_table(self) -> pd.DataFrame:
+        """The release picked: one row per reason and per change that must be made, with its citation."""
+        import pandas as pd
+
+        pick = self.pick
+        rows = [] if pick is None else [{"kind": "why", "text": r.text, "cite": r.cite} for r in pick.reasons]
+        rows += [] if pick is None else [{"kind": "change", "text": c.text, "cite": c.cite} for c in pick.changes]
+        return pd.DataFrame(rows, columns=["kind", "text", "cite"])
+
+    def changes_table(self) -> pd.DataFrame:
+        """Every change of the ported files: setting, before, after, why, the METHOD section and the citation."""
+        import pandas as pd
+
+        rows = [{"file": p.source, **c.to_dict()} for p in self.ported for c in p.changes]
+        return pd.DataFrame(rows)
+
+    def ported_lint_table(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame([{**r, "errors": len(r["errors"])} for r in self.ported_lint])
+
     def clean(self) -> bool:
         """Every ported engine container lints without an error at the picked release."""
         return all(not row["errors"] for row in self.ported_lint)
@@ -140,6 +161,19 @@ def _container_dict(container: Container) -> dict[str, Any]:
         "unresolved": list(container.unresolved),
         "notes": list(container.notes),
     }
+
+
+def request_for(deployment: str | Path, ported_to: str | Path | None = None, **options: Any) -> ImportRequest:
+    """The request a notebook makes: a relative path that does not exist from the working directory is
+    tried from the repository root (notebooks run from notebooks/ or from the root), as the scan does."""
+    from workbench import settings
+
+    def resolve(path: str | Path) -> Path:
+        candidate = Path(path).expanduser()
+        return candidate if candidate.exists() or candidate.is_absolute() else settings.REPO_ROOT / candidate
+
+    target = None if ported_to is None else (Path(ported_to) if Path(ported_to).is_absolute() else settings.REPO_ROOT / ported_to)
+    return ImportRequest((resolve(deployment),), to_ascend=target, **options)
 
 
 def run_import(request: ImportRequest) -> ImportResult:

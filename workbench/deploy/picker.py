@@ -169,6 +169,7 @@ def _version_reason(service, result: ReadResult) -> Reason:
 def _changes(result: ReadResult, service, tag: str, paired: str) -> list[Reason]:
     from workbench.lint.api import lint_parsed
     from workbench.scan.api import cuda_tie
+    from workbench.scan.mapping import load_mapping
 
     changes: list[Reason] = []
     if service is not None and paired != "main" and Version(paired) != service.version:
@@ -179,6 +180,10 @@ def _changes(result: ReadResult, service, tag: str, paired: str) -> list[Reason]
         for finding in lint_parsed(parsed_for(container, consumed), release=tag).errors:
             changes.append(Reason(f"{container.name}: {finding.setting}={finding.value}: {finding.reason}; fix: {finding.fix}", finding.cite))
         for label, value, origin in facts_mod.features(container):
+            if label == "KV connector" and "lmcache" in value.lower():
+                row = load_mapping().rules["kv_cache.cuda_image"]
+                changes.append(Reason(f"{container.name}: KV connector {value} ({origin}) is LMCache's, built for CUDA: {row.counterpart}", row.cite[0]))
+                continue
             tie = cuda_tie("option", _flag_key(label), value)
             if tie is not None and tie[1].severity.value in ("blocks", "change"):
                 what = "has no Ascend path" if tie[1].severity.value == "blocks" else "needs a change on Ascend"
