@@ -56,7 +56,9 @@ class ImportRequest:
 
     def __post_init__(self) -> None:
         if not self.paths:
-            raise WorkbenchError("PATH: give the deployment's files or directory (scripts, Dockerfiles, manifests, ...)")
+            raise WorkbenchError(
+                "PATH: give the deployment's files or directory (scripts, Dockerfiles, manifests, ...)"
+            )
         for path in (*self.paths, *self.values, *((self.convention,) if self.convention else ())):
             if not Path(path).exists():
                 raise WorkbenchError(f"{path}: no such file or directory; check the path")
@@ -69,7 +71,10 @@ class ImportRequest:
             check_out(self.to_ascend, self.paths)
 
     def environment(self) -> dict[str, Setting]:
-        return {n: Setting(f"env.{n}", v, Origin("--env", 0, "command line")) for n, _, v in (e.partition("=") for e in self.env)}
+        return {
+            n: Setting(f"env.{n}", v, Origin("--env", 0, "command line"))
+            for n, _, v in (e.partition("=") for e in self.env)
+        }
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,17 @@ class ImportResult:
         rows = []
         for container in self.read.containers:
             for setting in container.settings():
-                rows.append({"container": container.name, "setting": setting.key, "value": setting.value,
-                             "file": setting.origin.file, "line": setting.origin.line, "via": setting.origin.via,
-                             "resolved from": "; ".join(map(str, setting.resolved_from))})  # fmt: skip
+                rows.append(
+                    {
+                        "container": container.name,
+                        "setting": setting.key,
+                        "value": setting.value,
+                        "file": setting.origin.file,
+                        "line": setting.origin.line,
+                        "via": setting.origin.via,
+                        "resolved from": "; ".join(map(str, setting.resolved_from)),
+                    }
+                )
         return rows
 
     def settings_table(self) -> pd.DataFrame:
@@ -132,7 +145,10 @@ class ImportResult:
             "not_read": [n.__dict__ for n in self.read.not_read],
             "convention": {"flags": len(self.read.convention.flags)},
             "pick": self.pick.to_dict() if self.pick else None,
-            "recipes": [{"name": r.name, "container": r.container, "recipe": r.data, "trace": list(r.trace)} for r in self.recipes],
+            "recipes": [
+                {"name": r.name, "container": r.container, "recipe": r.data, "trace": list(r.trace)}
+                for r in self.recipes
+            ],
             "ported": [p.to_dict() for p in self.ported],
             "ported_lint": list(self.ported_lint),
             "seconds": round(self.seconds, 3),
@@ -172,7 +188,11 @@ def request_for(deployment: str | Path, ported_to: str | Path | None = None, **o
         candidate = Path(path).expanduser()
         return candidate if candidate.exists() or candidate.is_absolute() else settings.REPO_ROOT / candidate
 
-    target = None if ported_to is None else (Path(ported_to) if Path(ported_to).is_absolute() else settings.REPO_ROOT / ported_to)
+    target = (
+        None
+        if ported_to is None
+        else (Path(ported_to) if Path(ported_to).is_absolute() else settings.REPO_ROOT / ported_to)
+    )
     return ImportRequest((resolve(deployment),), to_ascend=target, **options)
 
 
@@ -207,7 +227,9 @@ def _notes(result: ReadResult) -> tuple[str, ...]:
     notes = []
     for container in result.containers:
         if container.unresolved:
-            notes.append(f"{container.name}: nothing read sets {', '.join(container.unresolved)}; pass --env NAME=VALUE or a .env file")
+            notes.append(
+                f"{container.name}: nothing read sets {', '.join(container.unresolved)}; pass --env NAME=VALUE or a .env file"
+            )
     return tuple(notes)
 
 
@@ -241,7 +263,9 @@ def _lint_ported(request: ImportRequest, original: ReadResult, release: str) -> 
         for container in again.containers:
             report = lint_parsed(parsed_for(container, consumed), release=release)
             errors = [f"{f.setting}: {f.reason}" for f in report.errors]
-            rows.append({"container": container.name, "release": release, "errors": errors, "warnings": len(report.warnings)})
+            rows.append(
+                {"container": container.name, "release": release, "errors": errors, "warnings": len(report.warnings)}
+            )
         return tuple(rows)
 
 

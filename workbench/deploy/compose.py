@@ -22,7 +22,9 @@ from workbench.lint.shell import commands
 
 def is_compose(doc: Node) -> bool:
     services = nodes.get(doc, "services")
-    return services is not None and any(nodes.get(v, "image") or nodes.get(v, "build") for _, v, _ in nodes.items(services))
+    return services is not None and any(
+        nodes.get(v, "image") or nodes.get(v, "build") for _, v, _ in nodes.items(services)
+    )
 
 
 def read_compose(text: str, where: str, outside: dict[str, Setting]) -> list[Container]:
@@ -44,11 +46,15 @@ def read_env_file(path: Path) -> dict[str, Setting]:
         if not line or line.startswith("#") or "=" not in line:
             continue
         name, _, value = line.removeprefix("export ").partition("=")
-        found[name.strip()] = Setting(f"env.{name.strip()}", value.strip().strip("\"'"), Origin(str(path), number, ".env"))
+        found[name.strip()] = Setting(
+            f"env.{name.strip()}", value.strip().strip("\"'"), Origin(str(path), number, ".env")
+        )
     return found
 
 
-def _interp(value: str | None, where: str, line: int, via: str, outside: dict[str, Setting], missing: list[str]) -> Setting:
+def _interp(
+    value: str | None, where: str, line: int, via: str, outside: dict[str, Setting], missing: list[str]
+) -> Setting:
     if value is None or "$" not in value:
         return Setting("", value, Origin(where, line, via))
     expanded = expand(value, outside)
@@ -56,7 +62,9 @@ def _interp(value: str | None, where: str, line: int, via: str, outside: dict[st
     return Setting("", expanded.text, Origin(where, line, via), expanded.origins)
 
 
-def _service(name: str, node: Node, line: int, where: str, outside: dict[str, Setting], source: str) -> Container | None:
+def _service(
+    name: str, node: Node, line: int, where: str, outside: dict[str, Setting], source: str
+) -> Container | None:
     missing: list[str] = []
     image_node = nodes.get(node, "image")
     image = None
@@ -103,5 +111,11 @@ def _placement(node: Node, where: str):
         yield Setting("compose.device", nodes.text(device), Origin(where, nodes.line(device), "devices"))
     for device in nodes.elements(nodes.get(node, "deploy", "resources", "reservations", "devices")):
         driver = nodes.text(nodes.get(device, "driver")) or "?"
-        count = nodes.text(nodes.get(device, "count")) or ",".join(t for t, _ in nodes.strings(nodes.get(device, "device_ids")))
-        yield Setting("compose.gpu_reservation", f"{driver}:{count or 'all'}", Origin(where, nodes.line(device), "deploy.resources"))
+        count = nodes.text(nodes.get(device, "count")) or ",".join(
+            t for t, _ in nodes.strings(nodes.get(device, "device_ids"))
+        )
+        yield Setting(
+            "compose.gpu_reservation",
+            f"{driver}:{count or 'all'}",
+            Origin(where, nodes.line(device), "deploy.resources"),
+        )

@@ -59,7 +59,9 @@ def load_mapping(path: str | Path) -> Convention:
     data = read_yaml_mapping(path, "convention mapping", "'flags'")
     flags = data.get("flags")
     if not isinstance(flags, dict) or not all(str(v).startswith("-") for v in flags.values()):
-        raise WorkbenchError(f"{path}: 'flags' maps environment names to flags, e.g. {{MAX_MODEL_LEN: --max-model-len}}")
+        raise WorkbenchError(
+            f"{path}: 'flags' maps environment names to flags, e.g. {{MAX_MODEL_LEN: --max-model-len}}"
+        )
     text = path.read_text(encoding="utf-8")
     origins = {name: Origin(str(path), _line(text, name), "convention file") for name in flags}
     return Convention(

@@ -94,7 +94,13 @@ def _container(place: Place, launcher: str, words: tuple[Word, ...], env: Mappin
     flags = read_flags(words, place.where, env, "command line")
     command = next((w for w in words if w.text.rsplit("/", 1)[-1] == "vllm"), None)
     if command is not None and command.text.startswith("/"):  # a GPU image's own path to the command
-        place = replace(place, placement=(*place.placement, Setting("launcher", command.text, Origin(place.where, command.line, "command"))))
+        place = replace(
+            place,
+            placement=(
+                *place.placement,
+                Setting("launcher", command.text, Origin(place.where, command.line, "command")),
+            ),
+        )
     return Container(
         name=place.name,
         source=place.where,
@@ -115,7 +121,9 @@ def _env_setting(word: Word, where: str) -> Setting:
     return Setting(f"env.{name}", value, Origin(where, word.line, "prefix"))
 
 
-def _docker_options(docker: DockerRun, where: str, known: Mapping[str, Setting]) -> tuple[tuple[Setting, ...], tuple[Setting, ...]]:
+def _docker_options(
+    docker: DockerRun, where: str, known: Mapping[str, Setting]
+) -> tuple[tuple[Setting, ...], tuple[Setting, ...]]:
     env: list[Setting] = []
     placement: list[Setting] = []
     for option, value, line in docker.options:

@@ -35,5 +35,7 @@ def render(chart: Path, values: tuple[Path, ...], release: str = "release") -> s
     command = [helm, "template", release, str(chart), *(a for v in values for a in ("-f", str(v)))]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
-        raise WorkbenchError(f"{chart}: `{' '.join(command)}` failed: {done.stderr.strip()[:400]}; fix the chart or its values")
+        raise WorkbenchError(
+            f"{chart}: `{' '.join(command)}` failed: {done.stderr.strip()[:400]}; fix the chart or its values"
+        )
     return done.stdout

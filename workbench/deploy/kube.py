@@ -28,7 +28,9 @@ def read_manifests(text: str, where: str, configmaps: dict[str, dict[str, Settin
     kind = SourceKind.HELM_RENDERED if rendered else SourceKind.KUBERNETES
     found: list[Container] = []
     for doc in docs:
-        resource = f"{nodes.text(nodes.get(doc, 'kind')) or '?'}/{nodes.text(nodes.get(doc, 'metadata', 'name')) or '?'}"
+        resource = (
+            f"{nodes.text(nodes.get(doc, 'kind')) or '?'}/{nodes.text(nodes.get(doc, 'metadata', 'name')) or '?'}"
+        )
         template = _template_at(rendered, nodes.line(doc))
         for pod in _pod_specs(doc):
             for container in nodes.elements(nodes.get(pod, "containers")):
@@ -65,12 +67,25 @@ def _pod_specs(doc: Node) -> list[Node]:
     return [n for n in nodes.walk(doc) if isinstance(n, MappingNode) and nodes.get(n, "containers") is not None]
 
 
-def _container(node: Node, pod: Node, resource: str, where: str, kind: SourceKind, maps, source: str) -> Container | None:
+def _container(
+    node: Node, pod: Node, resource: str, where: str, kind: SourceKind, maps, source: str
+) -> Container | None:
     name = nodes.text(nodes.get(node, "name")) or "?"
     image_node = nodes.get(node, "image")
-    image = Setting("image", nodes.text(image_node), Origin(where, nodes.line(image_node), "image")) if image_node else None
+    image = (
+        Setting("image", nodes.text(image_node), Origin(where, nodes.line(image_node), "image")) if image_node else None
+    )
     env = _env(node, where, maps)
-    place = Place(f"{resource}/{name}", where, nodes.line(node), kind, image, env, _resources(node, where), _placement(pod, node, where))
+    place = Place(
+        f"{resource}/{name}",
+        where,
+        nodes.line(node),
+        kind,
+        image,
+        env,
+        _resources(node, where),
+        _placement(pod, node, where),
+    )
     argv = nodes.argv(nodes.get(node, "command"), source) + nodes.argv(nodes.get(node, "args"), source)
     engine = from_argv(place, argv)
     if engine is None and _uses_gpu(place):
@@ -115,7 +130,9 @@ def _resources(node: Node, where: str) -> tuple[Setting, ...]:
     found: list[Setting] = []
     for section in ("limits", "requests"):
         for key, value, line in nodes.items(nodes.get(node, "resources", section)):
-            found.append(Setting(f"resource.{section}.{key}", nodes.text(value), Origin(where, line, f"resources.{section}")))
+            found.append(
+                Setting(f"resource.{section}.{key}", nodes.text(value), Origin(where, line, f"resources.{section}"))
+            )
     return tuple(found)
 
 
@@ -123,7 +140,9 @@ def _placement(pod: Node, node: Node, where: str) -> tuple[Setting, ...]:
     found: list[Setting] = []
     runtime = nodes.get(pod, "runtimeClassName")
     if runtime is not None:
-        found.append(Setting("pod.runtimeClassName", nodes.text(runtime), Origin(where, nodes.line(runtime), "pod spec")))
+        found.append(
+            Setting("pod.runtimeClassName", nodes.text(runtime), Origin(where, nodes.line(runtime), "pod spec"))
+        )
     for key, value, line in nodes.items(nodes.get(pod, "nodeSelector")):
         found.append(Setting(f"pod.nodeSelector.{key}", nodes.text(value), Origin(where, line, "pod spec")))
     shm = _shm_volume(pod, node)
@@ -133,8 +152,11 @@ def _placement(pod: Node, node: Node, where: str) -> tuple[Setting, ...]:
 
 
 def _shm_volume(pod: Node, node: Node) -> tuple[str, int] | None:
-    mounted = {nodes.text(nodes.get(m, "name")) for m in nodes.elements(nodes.get(node, "volumeMounts"))
-               if nodes.text(nodes.get(m, "mountPath")) == "/dev/shm"}  # fmt: skip
+    mounted = {
+        nodes.text(nodes.get(m, "name"))
+        for m in nodes.elements(nodes.get(node, "volumeMounts"))
+        if nodes.text(nodes.get(m, "mountPath")) == "/dev/shm"
+    }
     for volume in nodes.elements(nodes.get(pod, "volumes")):
         if nodes.text(nodes.get(volume, "name")) in mounted:
             size = nodes.get(volume, "emptyDir", "sizeLimit")

@@ -21,7 +21,9 @@ def documents(text: str, where: str) -> list[Node]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise WorkbenchError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the syntax there") from None
+        raise WorkbenchError(
+            f"{where}{line}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the syntax there"
+        ) from None
 
 
 def line(node: Node) -> int:

@@ -44,7 +44,7 @@ class Pick:
     release: str  # 'v0.25.1rc1'
     vllm: str  # the vLLM the matrix pairs with it
     service_vllm: str | None
-    holding: tuple[str, ...]  # every release at which all engine settings lint clean
+    holding: tuple[str, ...]  # the releases judged (every final one, the same vLLM's, the newest) that hold the service
     reasons: tuple[Reason, ...]
     changes: tuple[Reason, ...]  # what must change to move (a vLLM downgrade, a feature with no Ascend path)
     candidates: tuple[Candidate, ...]
@@ -95,27 +95,47 @@ def check_release(text: str) -> str:
 _REMOVABLE = {"dead", "unknown"}
 
 
-def _blocking(containers: tuple[Container, ...], tag: str, consumed: frozenset[str]) -> int:
-    from workbench.lint.api import lint_parsed
+def _signature(container: Container) -> tuple:
+    return tuple((s.key, s.value) for s in (*container.flags, *container.env))
 
-    count = 0
-    for container in containers:
-        for finding in lint_parsed(parsed_for(container, consumed), release=tag).errors:
-            if not (finding.setting.startswith("env.") and finding.finding.value in _REMOVABLE):
-                count += 1
-    return count
+
+class _Judge:
+    """Blocking errors per release, computed once per distinct engine container and only for the releases
+    a choice needs (every final release, the ones pairing with the service's vLLM, the newest)."""
+
+    def __init__(self, containers: tuple[Container, ...], consumed: frozenset[str]) -> None:
+        distinct = {_signature(c): c for c in containers}
+        self.containers = tuple(distinct.values())
+        self.consumed = consumed
+        self.cache: dict[str, int] = {}
+
+    def errors(self, tag: str) -> int:
+        from workbench.lint.api import lint_parsed
+
+        if tag not in self.cache:
+            count = 0
+            for container in self.containers:
+                for finding in lint_parsed(parsed_for(container, self.consumed), release=tag).errors:
+                    if not (finding.setting.startswith("env.") and finding.finding.value in _REMOVABLE):
+                        count += 1
+            self.cache[tag] = count
+        return self.cache[tag]
 
 
 def pick_release(result: ReadResult, release: str | None = None) -> Pick:
     """The release for the service in `result` (or the one given, checked the same way)."""
     containers = result.containers
     if not containers:
-        raise WorkbenchError("no engine container was read, so there is nothing to pick a release for; see the files not read")
-    consumed = frozenset(result.convention.flags)
+        raise WorkbenchError(
+            "no engine container was read, so there is nothing to pick a release for; see the files not read"
+        )
+    judge = _Judge(containers, frozenset(result.convention.flags))
     versions = facts_mod.vllm_versions(result)
     service = max(versions, key=lambda v: v.version) if versions else None
     table = releases()
-    candidates = tuple(Candidate(tag, vllm, _blocking(containers, tag, consumed)) for tag, vllm in table)
+    needed = [(t, v) for t, v in table if _is_final(t) or (service is not None and Version(v) == service.version)]
+    needed.append(table[-1])
+    candidates = tuple(Candidate(t, v, judge.errors(t)) for t, v in table if (t, v) in needed)
     holding = tuple(c.release for c in candidates if c.errors == 0)
     if release is not None:
         chosen = check_release(release)
@@ -124,7 +144,13 @@ def pick_release(result: ReadResult, release: str | None = None) -> Pick:
     else:
         chosen, paired, reasons = _choose(candidates, service, result)
     changes = _changes(result, service, chosen, paired)
-    return Pick(chosen, paired, str(service.version) if service else None, holding, tuple(reasons), tuple(changes), candidates)
+    return Pick(
+        chosen, paired, str(service.version) if service else None, holding, tuple(reasons), tuple(changes), candidates
+    )
+
+
+def _is_final(tag: str) -> bool:
+    return not Version(tag.lstrip("v")).is_prerelease
 
 
 def _final(candidate: Candidate) -> bool:
@@ -178,16 +204,28 @@ def _changes(result: ReadResult, service, tag: str, paired: str) -> list[Reason]
     consumed = frozenset(result.convention.flags)
     for container in result.containers:
         for finding in lint_parsed(parsed_for(container, consumed), release=tag).errors:
-            changes.append(Reason(f"{container.name}: {finding.setting}={finding.value}: {finding.reason}; fix: {finding.fix}", finding.cite))
+            changes.append(
+                Reason(
+                    f"{container.name}: {finding.setting}={finding.value}: {finding.reason}; fix: {finding.fix}",
+                    finding.cite,
+                )
+            )
         for label, value, origin in facts_mod.features(container):
             if label == "KV connector" and "lmcache" in value.lower():
                 row = load_mapping().rules["kv_cache.cuda_image"]
-                changes.append(Reason(f"{container.name}: KV connector {value} ({origin}) is LMCache's, built for CUDA: {row.counterpart}", row.cite[0]))
+                changes.append(
+                    Reason(
+                        f"{container.name}: KV connector {value} ({origin}) is LMCache's, built for CUDA: {row.counterpart}",
+                        row.cite[0],
+                    )
+                )
                 continue
             tie = cuda_tie("option", _flag_key(label), value)
             if tie is not None and tie[1].severity.value in ("blocks", "change"):
                 what = "has no Ascend path" if tie[1].severity.value == "blocks" else "needs a change on Ascend"
-                changes.append(Reason(f"{container.name}: {label} {value} ({origin}) {what}: {tie[1].counterpart}", tie[1].cite[0]))
+                changes.append(
+                    Reason(f"{container.name}: {label} {value} ({origin}) {what}: {tie[1].counterpart}", tie[1].cite[0])
+                )
     return changes
 
 

@@ -45,7 +45,13 @@ class Change:
         return {k: v for k, v in self.__dict__.items() if k != "edits"}
 
 
-def plan(container: Container, release: str, policy: PortPolicy, consumed: frozenset[str] = frozenset(), npu_resource: str | None = None) -> list[Change]:
+def plan(
+    container: Container,
+    release: str,
+    policy: PortPolicy,
+    consumed: frozenset[str] = frozenset(),
+    npu_resource: str | None = None,
+) -> list[Change]:
     changes = _image(container, release, policy)
     changes += _entrypoint(container, policy)
     changes += _launcher(container, policy)
@@ -59,8 +65,12 @@ def plan(container: Container, release: str, policy: PortPolicy, consumed: froze
     return changes
 
 
-def _change(container: Container, setting: Setting, after: str | None, why: str, cite: str, method: str, edits) -> Change:
-    return Change(container.name, setting.key, setting.value or "", after, why, cite, method, str(setting.origin), tuple(edits))
+def _change(
+    container: Container, setting: Setting, after: str | None, why: str, cite: str, method: str, edits
+) -> Change:
+    return Change(
+        container.name, setting.key, setting.value or "", after, why, cite, method, str(setting.origin), tuple(edits)
+    )
 
 
 def _image(container: Container, release: str, policy: PortPolicy) -> list[Change]:
@@ -69,11 +79,17 @@ def _image(container: Container, release: str, policy: PortPolicy) -> list[Chang
         return []
     new = policy.ascend_image.template.format(release=release)
     entry = " ".join(policy.ascend_image.entrypoint)
-    shown = f"{new} {entry}" if container.kind is SourceKind.SHELL and container.launcher.startswith("image entrypoint") else new
+    shown = (
+        f"{new} {entry}"
+        if container.kind is SourceKind.SHELL and container.launcher.startswith("image entrypoint")
+        else new
+    )
     edits = [Edit(image.origin.file, image.origin.line, "replace", image.value, shown)]
     if image.resolved_from:  # FROM repo:${ARG}: the repository on the FROM line, the tag where the ARG is set
         tag = tag_of(image.value) or ""
-        edits = [Edit(image.origin.file, image.origin.line, "replace", repository_of(image.value), new.rsplit(":", 1)[0])]
+        edits = [
+            Edit(image.origin.file, image.origin.line, "replace", repository_of(image.value), new.rsplit(":", 1)[0])
+        ]
         edits += [Edit(o.file, o.line, "replace", tag, release) for o in image.resolved_from if tag]
     why = f"the vllm-ascend image of {release} (CANN, torch_npu, vLLM and vllm-ascend of one verified row)"
     return [_change(container, image, new, why, policy.ascend_image.cite[0], M_VERSIONS, edits)]
@@ -94,9 +110,19 @@ def _entrypoint(container: Container, policy: PortPolicy) -> list[Change]:
         edit = Edit(file, line, "insert_after", "", f"ENTRYPOINT {words}")
     else:
         return []  # `docker run IMAGE ARGS`: the image change writes `IMAGE vllm serve ARGS`
-    why = "the vllm-ascend image sets no ENTRYPOINT (it ends with CMD [\"/bin/bash\"]), so the command names `vllm serve`"
+    why = 'the vllm-ascend image sets no ENTRYPOINT (it ends with CMD ["/bin/bash"]), so the command names `vllm serve`'
     setting = Setting("entrypoint", " ".join(policy.ascend_image.entrypoint), image.origin)
-    return [_change(container, setting, " ".join(policy.ascend_image.entrypoint), why, policy.ascend_image.cite[1], M_VERSIONS, [edit])]
+    return [
+        _change(
+            container,
+            setting,
+            " ".join(policy.ascend_image.entrypoint),
+            why,
+            policy.ascend_image.cite[1],
+            M_VERSIONS,
+            [edit],
+        )
+    ]
 
 
 def _launcher(container: Container, policy: PortPolicy) -> list[Change]:
@@ -105,7 +131,17 @@ def _launcher(container: Container, policy: PortPolicy) -> list[Change]:
     for setting in container.placement:
         if setting.key == "launcher" and setting.value and setting.value != "vllm":
             edit = Edit(setting.origin.file, setting.origin.line, "replace", setting.value, policy.launcher.to)
-            found.append(_change(container, setting, policy.launcher.to, policy.launcher.why, policy.launcher.cite, M_VERSIONS, [edit]))
+            found.append(
+                _change(
+                    container,
+                    setting,
+                    policy.launcher.to,
+                    policy.launcher.why,
+                    policy.launcher.cite,
+                    M_VERSIONS,
+                    [edit],
+                )
+            )
     return found
 
 
@@ -125,7 +161,9 @@ def _delete(container: Container, setting: Setting) -> Edit:
     if setting.origin.via == "template" and setting.origin.file.endswith(".json"):
         return Edit(setting.origin.file, setting.origin.line, "delete_json_entry", setting.name, "")
     value = setting.value or "" if setting.kind == "flag" else ""
-    return Edit(setting.origin.file, setting.origin.line, "delete_block" if block else "delete_setting", setting.name, value)
+    return Edit(
+        setting.origin.file, setting.origin.line, "delete_block" if block else "delete_setting", setting.name, value
+    )
 
 
 def _resources(container: Container, policy: PortPolicy, npu_resource: str | None) -> list[Change]:
@@ -144,7 +182,9 @@ def _resources(container: Container, policy: PortPolicy, npu_resource: str | Non
         edits = [Edit(setting.origin.file, setting.origin.line, "replace", name, target)]
         if count and setting.value:
             edits.append(Edit(setting.origin.file, setting.origin.line, "replace", setting.value, count))
-        found.append(_change(container, setting, f"{target}: {count or setting.value}", row.why, row.cite, M_BACKEND, edits))
+        found.append(
+            _change(container, setting, f"{target}: {count or setting.value}", row.why, row.cite, M_BACKEND, edits)
+        )
     return found
 
 
@@ -158,17 +198,25 @@ def _placement(container: Container, policy: PortPolicy) -> list[Change]:
             found.append(_change(container, setting, None, row.why, row.cite, M_BACKEND, [Edit(file, line, "delete")]))
         elif setting.key in ("compose.runtime", "docker.runtime") and setting.value not in (None, "runc"):
             why = f"the {setting.value} container runtime; an Ascend container sees its NPUs as devices"
-            edit = Edit(file, line, "delete") if setting.key == "compose.runtime" else Edit(file, line, "delete_setting", "--runtime", setting.value or "")
+            edit = (
+                Edit(file, line, "delete")
+                if setting.key == "compose.runtime"
+                else Edit(file, line, "delete_setting", "--runtime", setting.value or "")
+            )
             found.append(_change(container, setting, None, why, docker.cite, M_BACKEND, [edit]))
         elif setting.key == "docker.gpus":
             found.append(_devices(container, setting, policy))
         elif setting.key == "compose.gpu_reservation":
             why = "a GPU reservation of the NVIDIA runtime; the NPUs are given as devices"
-            found.append(_change(container, setting, None, why, docker.cite, M_BACKEND, [Edit(file, line, "delete_deploy")]))
+            found.append(
+                _change(container, setting, None, why, docker.cite, M_BACKEND, [Edit(file, line, "delete_deploy")])
+            )
         elif setting.key == "compose.device" and setting.value and not setting.value.startswith("/dev/davinci"):
             why = "a GPU device of another vendor; the NPUs are /dev/davinci* with the manager devices"
             found.append(_change(container, setting, None, why, docker.cite, M_BACKEND, [Edit(file, line, "delete")]))
-        elif setting.key in ("docker.shm-size", "compose.shm_size") and _bytes(setting.value) < _bytes(docker.shm_floor):
+        elif setting.key in ("docker.shm-size", "compose.shm_size") and _bytes(setting.value) < _bytes(
+            docker.shm_floor
+        ):
             why = f"/dev/shm below {docker.shm_floor}: the server dies under load with a bare bus error"
             edit = Edit(file, line, "replace", setting.value or "", docker.shm_floor)
             found.append(_change(container, setting, docker.shm_floor, why, docker.cite, M_SHM, [edit]))
@@ -183,7 +231,9 @@ def _compose_npus(container: Container, policy: PortPolicy) -> list[Change]:
     count = npu_count(reserved, policy) if reserved else _parallel(container)
     devices = [docker.per_npu_device.format(index=i) for i in range(count)] + list(docker.devices)
     image = container.image
-    edit = Edit(image.origin.file, image.origin.line, "compose_npus", json.dumps(devices), json.dumps(list(docker.mounts)))
+    edit = Edit(
+        image.origin.file, image.origin.line, "compose_npus", json.dumps(devices), json.dumps(list(docker.mounts))
+    )
     how = "the GPU reservation's count" if reserved else "--tensor-parallel-size x --pipeline-parallel-size"
     why = f"{count} NPU(s) ({how}) as /dev/davinci* with the manager devices, and the driver mounts vllm-ascend's container needs"
     setting = Setting("devices", reserved or "", image.origin)
@@ -228,7 +278,9 @@ def _bytes(text: str | None) -> float:
 
 
 def _referenced(container: Container, name: str) -> bool:
-    if container.kind is SourceKind.COMPOSE:  # compose substitutes ${NAME} from outside; only $$NAME reaches the container
+    if (
+        container.kind is SourceKind.COMPOSE
+    ):  # compose substitutes ${NAME} from outside; only $$NAME reaches the container
         return any(f"$${name}" in (s.value or "") for s in container.flags)
     return any(f"${name}" in (s.value or "") or f"${{{name}" in (s.value or "") for s in container.flags) or any(
         name in (s.value or "") for s in container.env if s.name != name
@@ -254,7 +306,10 @@ def _lint_fixes(container: Container, release: str, consumed: frozenset[str], do
                 continue
             why = f"nothing in the engine container reads {setting.name}: neither vLLM nor vllm-ascend {release} does (lint), nor the container's command"
             target = ""
-        cite = finding.cite or f"ascend_backend/data/vllm_envs.json, vllm_ascend_config.json at {release} (what reads {setting.name})"
+        cite = (
+            finding.cite
+            or f"ascend_backend/data/vllm_envs.json, vllm_ascend_config.json at {release} (what reads {setting.name})"
+        )
         if not target:
             found.append(_change(container, setting, None, why, cite, M_VERSIONS, [_delete(container, setting)]))
         else:

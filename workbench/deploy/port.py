@@ -45,7 +45,12 @@ def plan_all(result: ReadResult, release: str, npu_resource: str | None = None) 
     seen: set[tuple[str, int, str, str]] = set()
     for container in (*result.containers, *result.companions):
         for change in plan(container, release, policy, consumed, npu_resource):
-            key = (change.where, change.edits[0].line if change.edits else 0, change.setting, change.edits[0].action if change.edits else "")
+            key = (
+                change.where,
+                change.edits[0].line if change.edits else 0,
+                change.setting,
+                change.edits[0].action if change.edits else "",
+            )
             if key not in seen:  # one Dockerfile line shared by several deployments is changed once
                 seen.add(key)
                 changes.append(change)
@@ -67,7 +72,14 @@ def write_port(changes: list[Change], out: Path, roots: tuple[Path, ...]) -> lis
         new_text, failed = apply_edits(text, edits)
         target = out / _relative(path, roots)
         write_text(target, new_text)
-        diff = "".join(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True), f"a/{_relative(path, roots)}", f"b/{_relative(path, roots)}"))
+        diff = "".join(
+            difflib.unified_diff(
+                text.splitlines(True),
+                new_text.splitlines(True),
+                f"a/{_relative(path, roots)}",
+                f"b/{_relative(path, roots)}",
+            )
+        )
         ported.append(PortedFile(source, str(target), diff, tuple(by_file[source]), tuple(failed)))
     return ported
 
@@ -77,7 +89,9 @@ def check_out(out: Path, roots: tuple[Path, ...]) -> None:
     for root in roots:
         base = root.resolve() if root.is_dir() else root.resolve().parent
         if resolved == base or base in resolved.parents:
-            raise WorkbenchError(f"--to-ascend {out}: inside the input {root}; write the ported files somewhere else (e.g. ported/)")
+            raise WorkbenchError(
+                f"--to-ascend {out}: inside the input {root}; write the ported files somewhere else (e.g. ported/)"
+            )
 
 
 def _relative(path: Path, roots: tuple[Path, ...]) -> Path:

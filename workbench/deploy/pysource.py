@@ -32,6 +32,14 @@ class PyLaunch:
     env_flags: bool  # the launcher appends flags a function builds (from the environment)
 
 
+_ENGINE_HINT = re.compile(r"\b(?:LLM|EngineArgs|AsyncEngineArgs)\(|[\"']serve[\"']|openai\.api_server")
+
+
+def worth_parsing(text: str) -> bool:
+    """Only a file that may start an engine or declare a convention is parsed (most service code does neither)."""
+    return bool(_ENGINE_HINT.search(text) or _TO_ENV.search(text))
+
+
 def parse(text: str, where: str) -> ast.Module | None:
     try:
         return ast.parse(text, filename=where)
@@ -87,9 +95,19 @@ def _engine_call(node: ast.Call, where: str, names: dict[str, str]) -> PyLaunch:
         value = _literal(keyword.value, names)
         key = "model" if keyword.arg == "model" else f"flag.--{keyword.arg.replace('_', '-')}"
         if value is None and isinstance(keyword.value, (ast.Dict, ast.List)):
-            value = ast.unparse(keyword.value)
+            value = _as_json(keyword.value)
         flags.append(Setting(key, value, Origin(where, keyword.value.lineno, f"{_name(node.func)}({keyword.arg}=)")))
     return PyLaunch(node.lineno, f"{_name(node.func)}()", tuple(flags), False)
+
+
+def _as_json(node: ast.AST) -> str | None:
+    """A literal dict or list argument as the JSON vLLM's command line would take (None when not literal)."""
+    import json
+
+    try:
+        return json.dumps(ast.literal_eval(node))
+    except (ValueError, TypeError, SyntaxError):
+        return None
 
 
 def _is_serve_list(node: ast.List) -> bool:
@@ -114,9 +132,13 @@ def _list_flags(node: ast.List, where: str, names: dict[str, str]) -> tuple[Sett
 def _extended(tree: ast.Module, node: ast.List) -> bool:
     """`argv = ["vllm", "serve", ...]` followed by `argv += build_args()` (or `argv.extend(...)`)."""
     target = next(
-        (a.targets[0].id for a in ast.walk(tree) if isinstance(a, ast.Assign) and a.value is node
-         and isinstance(a.targets[0], ast.Name)), None,
-    )  # fmt: skip
+        (
+            a.targets[0].id
+            for a in ast.walk(tree)
+            if isinstance(a, ast.Assign) and a.value is node and isinstance(a.targets[0], ast.Name)
+        ),
+        None,
+    )
     for other in ast.walk(tree):
         if isinstance(other, ast.AugAssign) and isinstance(other.target, ast.Name) and other.target.id == target:
             return isinstance(other.value, ast.Call)
@@ -139,7 +161,9 @@ def convention(tree: ast.Module, text: str, where: str) -> Convention:
     aliases: dict[str, tuple[str, int]] = {}
     for name, value in _collections(tree):
         upper = name.upper()
-        strings = [(e.value, e.lineno) for e in _elements(value) if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        strings = [
+            (e.value, e.lineno) for e in _elements(value) if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        ]
         if isinstance(value, ast.Dict):
             aliases.update(_aliases(value))
         if "RESERVED" in upper:

@@ -20,8 +20,21 @@ from workbench.deploy.scripts import read_script
 from workbench.deploy.templates import read_env_template
 from workbench.errors import WorkbenchError
 
-IGNORES = (".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", "node_modules", ".mypy_cache",
-           ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "*.egg-info")  # fmt: skip
+IGNORES = (
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".ipynb_checkpoints",
+    "*.egg-info",
+)
 
 
 @dataclass
@@ -38,8 +51,9 @@ class _State:
     convention: Convention = field(default_factory=Convention)
 
 
-def read_paths(paths: tuple[Path, ...], env: dict[str, Setting], values: tuple[Path, ...] = (),
-               mapping: Convention | None = None) -> ReadResult:  # fmt: skip
+def read_paths(
+    paths: tuple[Path, ...], env: dict[str, Setting], values: tuple[Path, ...] = (), mapping: Convention | None = None
+) -> ReadResult:
     """Everything under `paths`; a path that does not exist is one clear error."""
     state = _State(dict(env), values, convention=mapping or Convention())
     for path in paths:
@@ -50,7 +64,7 @@ def read_paths(paths: tuple[Path, ...], env: dict[str, Setting], values: tuple[P
         elif path.is_dir():
             _directory(state, path)
         else:
-            _file(state, path, None)
+            _file(state, path, None)  # a file given by name: its problem is the import's one error
     _join(state)
     engines = tuple(c for c in state.containers if c.launcher)
     companions = tuple(c for c in state.containers if not c.launcher)
@@ -64,7 +78,10 @@ def _directory(state: _State, root: Path) -> None:
     for path in walk_files(root, IGNORES):
         chart = next((c for c in charts if c in path.parents), None)
         if chart is None:
-            _file(state, path, None)
+            try:
+                _file(state, path, None)
+            except WorkbenchError as exc:  # one malformed file of a tree is named, the rest is still read
+                state.not_read.append(NotRead(str(path), f"not read: {exc}"))
         elif path.name != "Chart.yaml":
             state.not_read.append(NotRead(str(path), skip_reason(path, chart) or "part of a Helm chart"))
 
@@ -96,7 +113,9 @@ def _file(state: _State, path: Path, _unused: None) -> None:
         return
     found = reader(state, path, text)
     if found is None:
-        state.not_read.append(NotRead(str(path), _NOTHING.get(kind or SourceKind.KUBERNETES, "nothing the import reads")))
+        state.not_read.append(
+            NotRead(str(path), _NOTHING.get(kind or SourceKind.KUBERNETES, "nothing the import reads"))
+        )
     else:
         state.read.append((str(path), found))
 
@@ -122,20 +141,28 @@ def _dockerfile(state: _State, path: Path, text: str) -> SourceKind | None:
 
 
 def _python(state: _State, path: Path, text: str) -> SourceKind | None:
-    tree = pysource.parse(text, str(path))
+    tree = pysource.parse(text, str(path)) if pysource.worth_parsing(text) else None
     if tree is None:
         return None
     found = pysource.convention(tree, text, str(path))
     if found:
         state.convention = state.convention.merged(found)
     state.python[path] = (tree, text)
-    calls = [launch for launch in pysource.launches(tree, str(path)) if launch.launcher != "vllm serve"]
-    for launch in calls:
-        state.containers.append(Container(f"{path.name}:{launch.line}", str(path), launch.line, SourceKind.PYTHON,
-                                          launch.launcher, flags=launch.flags))  # fmt: skip
+    launches = pysource.launches(tree, str(path))
+    for launch in (launch for launch in launches if launch.launcher != "vllm serve"):
+        state.containers.append(
+            Container(
+                f"{path.name}:{launch.line}",
+                str(path),
+                launch.line,
+                SourceKind.PYTHON,
+                launch.launcher,
+                flags=launch.flags,
+            )
+        )
     if found:
         return SourceKind.CONVENTION
-    return SourceKind.PYTHON if calls or pysource.launches(tree, str(path)) else None
+    return SourceKind.PYTHON if launches else None
 
 
 def _env_file(state: _State, path: Path, text: str) -> SourceKind | None:
@@ -193,8 +220,17 @@ def _join(state: _State) -> None:
     referenced = {Path(s.value or "").name for c in used for s in c.flags if s.key == "flag.--config"}
     for path, settings in state.configs.items():
         name = f"vllm serve --config {path.name}"
-        state.containers.append(Container(name, str(path), 1, SourceKind.VLLM_CONFIG, "vllm serve --config",
-                                          flags=settings, notes=_config_note(path, referenced)))  # fmt: skip
+        state.containers.append(
+            Container(
+                name,
+                str(path),
+                1,
+                SourceKind.VLLM_CONFIG,
+                "vllm serve --config",
+                flags=settings,
+                notes=_config_note(path, referenced),
+            )
+        )
 
 
 def _config_note(path: Path, referenced: set[str]) -> tuple[str, ...]:
@@ -204,11 +240,19 @@ def _config_note(path: Path, referenced: set[str]) -> tuple[str, ...]:
 def _image_containers(state: _State, path: Path, image: Image) -> list[Container]:
     """The engine containers an image runs: one per environment template of the same tree (or one)."""
     env = tuple(image.env.values())
-    templates = [t for t in state.templates if path.parent in t[0].parents or t[0].parent == path.parent] or [(None, ())]
+    templates = [t for t in state.templates if path.parent in t[0].parents or t[0].parent == path.parent] or [
+        (None, ())
+    ]
     found: list[Container] = []
     for template, extra in templates:
-        place = Place(f"{path.name}" + (f" + {template.name}" if template else ""), str(path), image.base.origin.line
-                      if image.base else 1, SourceKind.DOCKERFILE, image.base, (*env, *extra))  # fmt: skip
+        place = Place(
+            f"{path.name}" + (f" + {template.name}" if template else ""),
+            str(path),
+            image.base.origin.line if image.base else 1,
+            SourceKind.DOCKERFILE,
+            image.base,
+            (*env, *extra),
+        )
         container = _image_launch(state, path, image, place)
         if container is not None:
             found.append(container)
@@ -235,9 +279,19 @@ def _image_launch(state: _State, path: Path, image: Image, place: Place) -> Cont
         return None
     flags = (*serve.flags, *(convention.apply(state.convention, place.env) if serve.env_flags else ()))
     note = f"{path.name} runs {script.name}, which starts `vllm serve`" + (
-        " with flags made from the environment (the service's convention)" if serve.env_flags else "")
-    return Container(place.name, place.where, place.line, SourceKind.DOCKERFILE, "vllm serve", place.image, flags,
-                     place.env, notes=(note,))  # fmt: skip
+        " with flags made from the environment (the service's convention)" if serve.env_flags else ""
+    )
+    return Container(
+        place.name,
+        place.where,
+        place.line,
+        SourceKind.DOCKERFILE,
+        "vllm serve",
+        place.image,
+        flags,
+        place.env,
+        notes=(note,),
+    )
 
 
 def _launched_python(path: Path, image: Image, argv: list[tuple[str, int]], state: _State) -> Path | None:
@@ -259,7 +313,9 @@ def _with_config(state: _State, container: Container) -> Container:
     setting = next(s for s in container.flags if s.key == "flag.--config")
     path = next((p for p in state.configs if p.name == Path(setting.value or "").name), None)
     if path is None:
-        return replace(container, notes=(*container.notes, f"--config {setting.value}: the file is not among the paths read"))
+        return replace(
+            container, notes=(*container.notes, f"--config {setting.value}: the file is not among the paths read")
+        )
     via = Origin(setting.origin.file, setting.origin.line, f"--config {path.name}")
     from_file = tuple(replace(s, resolved_from=(via,)) for s in state.configs[path])
     return replace(container, flags=(*from_file, *container.flags))

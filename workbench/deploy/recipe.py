@@ -20,8 +20,15 @@ from workbench.deploy.plan import Change
 from workbench.errors import WorkbenchError
 
 TOP = {"--served-model-name": "served_model_name", "--dtype": "dtype", "--max-model-len": "max_model_len"}
-INTS = {"--max-num-seqs", "--block-size", "--max-num-batched-tokens", "--tensor-parallel-size",
-        "--pipeline-parallel-size", "--data-parallel-size", "--kv-cache-memory-bytes"}  # fmt: skip
+INTS = {
+    "--max-num-seqs",
+    "--block-size",
+    "--max-num-batched-tokens",
+    "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--data-parallel-size",
+    "--kv-cache-memory-bytes",
+}
 SWITCHES = {"--enable-prefix-caching", "--enable-chunked-prefill", "--enforce-eager"}
 JSONS = {"--additional-config", "--compilation-config"}
 LAUNCHER_OWNS = {"--host", "--port", "--config"}
@@ -54,8 +61,12 @@ def recipe_for(container: Container, changes: list[Change], consumed: frozenset[
     model = container.flag("model") or container.flag("--model")
     if model is None or not model.value:
         return None
-    data: dict = {"name": slug(container.name), "description": f"{container.name}, ported by ascend-workbench import",
-                  "device": "npu", "model": model.value}  # fmt: skip
+    data: dict = {
+        "name": slug(container.name),
+        "description": f"{container.name}, ported by ascend-workbench import",
+        "device": "npu",
+        "model": model.value,
+    }
     trace = [{"field": "model", "value": model.value, "from": model.trace()}]
     engine: dict = {}
     extra: list[str] = []
@@ -66,7 +77,9 @@ def recipe_for(container: Container, changes: list[Change], consumed: frozenset[
         field, value = _field(setting, extra)
         if field is None:
             if setting.name not in LAUNCHER_OWNS:
-                trace.append({"field": f"engine.extra_args {setting.name}", "value": setting.value, "from": setting.trace()})
+                trace.append(
+                    {"field": f"engine.extra_args {setting.name}", "value": setting.value, "from": setting.trace()}
+                )
             continue
         (data if "." not in field else engine)[field.split(".", 1)[-1]] = value
         trace.append({"field": field, "value": value, "from": setting.trace()})

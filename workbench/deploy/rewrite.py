@@ -54,8 +54,11 @@ def _delete_block(lines: list[str], i: int, edit: Edit) -> bool:
     start = lines[i]
     anchor = _indent(start) + (2 if start.lstrip().startswith("- ") else 0)
     end = i + 1
-    while end < len(lines) and lines[end].strip() and _indent(lines[end]) >= anchor and not (
-        _indent(lines[end]) == _indent(start) and lines[end].lstrip().startswith("- ")
+    while (
+        end < len(lines)
+        and lines[end].strip()
+        and _indent(lines[end]) >= anchor
+        and not (_indent(lines[end]) == _indent(start) and lines[end].lstrip().startswith("- "))
     ):
         end += 1
     del lines[i:end]
@@ -66,17 +69,33 @@ def _delete_setting(lines: list[str], i: int, edit: Edit) -> bool:
     """Remove one setting named `old` (a flag with its value `new`, or a variable) from its line."""
     line, name = lines[i], edit.old
     bare = line.strip().lstrip("-").strip().strip("\"'")
-    if re.match(rf"^(export\s+)?{re.escape(name.lstrip('-'))}\s*[:=]", bare) or bare.rstrip(" \\") == name or bare.startswith(f"{name}="):
-        if name.startswith("--") and edit.new and i + 1 < len(lines) and edit.new in lines[i + 1] and lines[i + 1].lstrip().startswith("-"):
+    if (
+        re.match(rf"^(export\s+)?{re.escape(name.lstrip('-'))}\s*[:=]", bare)
+        or bare.rstrip(" \\") == name
+        or bare.startswith(f"{name}=")
+    ):
+        if (
+            name.startswith("--")
+            and edit.new
+            and i + 1 < len(lines)
+            and edit.new in lines[i + 1]
+            and lines[i + 1].lstrip().startswith("-")
+        ):
             del lines[i + 1]  # the value on its own list line
         _delete(lines, i, edit)
         return True
     if not name.startswith("-"):  # `export NAME=value &&` inside a `sh -c` string
-        new, count = re.subn(rf"export\s+{re.escape(name)}=(?:'[^']*'|\"[^\"]*\"|\S*)\s*(?:&&|;)?\s*", "", line, count=1)
+        new, count = re.subn(
+            rf"export\s+{re.escape(name)}=(?:'[^']*'|\"[^\"]*\"|\S*)\s*(?:&&|;)?\s*", "", line, count=1
+        )
         if count:
             lines[i] = new
             return True
-    value = f"(?:=\\S+|\\s+(?:'[^']*'|\"[^\"]*\"|[^\\s\\-\\\\][^\\s]*))?" if name.startswith("-") else "=(?:'[^']*'|\"[^\"]*\"|\\S*)"
+    value = (
+        "(?:=\\S+|\\s+(?:'[^']*'|\"[^\"]*\"|[^\\s\\-\\\\][^\\s]*))?"
+        if name.startswith("-")
+        else "=(?:'[^']*'|\"[^\"]*\"|\\S*)"
+    )
     prefix = r"(?:\s+(?:-e|--env)\s+)" if not name.startswith("-") else r"\s*"
     pattern = rf"{prefix}[\"']?{re.escape(name)}{value}[\"']?,?"
     new, count = re.subn(pattern, "", line, count=1)
@@ -94,7 +113,9 @@ def _delete_json_entry(lines: list[str], i: int, edit: Edit) -> bool:
     if start < 0:
         return False
     end = i
-    while end < len(lines) and not (_indent(lines[end]) == _indent(lines[start]) and lines[end].strip().startswith("}")):
+    while end < len(lines) and not (
+        _indent(lines[end]) == _indent(lines[start]) and lines[end].strip().startswith("}")
+    ):
         end += 1
     if end >= len(lines):
         return False

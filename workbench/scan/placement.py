@@ -36,14 +36,32 @@ _ENGINE = re.compile(
     r"|^\s*(?:max-model-len|gpu-memory-utilization|tensor-parallel-size)\s*:",
     re.M,
 )
-_LOCKS = ("*.lock", "uv.lock", "poetry.lock", "Pipfile.lock", "pdm.lock", "pylock*.toml", "package-lock.json",
-          "yarn.lock", "pnpm-lock.yaml", "constraints*.txt", "requirements*.lock")  # fmt: skip
+_LOCKS = (
+    "*.lock",
+    "uv.lock",
+    "poetry.lock",
+    "Pipfile.lock",
+    "pdm.lock",
+    "pylock*.toml",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "constraints*.txt",
+    "requirements*.lock",
+)
 _CI_DIRS = {".github", ".gitlab", ".circleci", ".buildkite", ".ci", ".tekton"}
 _CI_FILES = (".gitlab-ci.yml", "Jenkinsfile", "azure-pipelines*.yml", ".travis.yml", "cloudbuild*.yaml")
 _TEST_DIRS = {"tests", "test", "testing", "e2e"}
 _TEST_FILES = ("test_*.py", "*_test.py", "conftest.py", "*_test.yaml", "*_test.yml", "*.test.yaml")
 _BUILD_KINDS = {FileKind.CMAKE, FileKind.MAKEFILE, FileKind.REQUIREMENTS}
-_READS_ENGINE = {FileKind.SHELL, FileKind.DOCKERFILE, FileKind.CONFIG, FileKind.TEMPLATE, FileKind.PYTHON, FileKind.NOTEBOOK}
+_READS_ENGINE = {
+    FileKind.SHELL,
+    FileKind.DOCKERFILE,
+    FileKind.CONFIG,
+    FileKind.TEMPLATE,
+    FileKind.PYTHON,
+    FileKind.NOTEBOOK,
+}
 
 
 def tier_of(path: str, kind: FileKind, text: str | None) -> Tier:

@@ -65,8 +65,14 @@ class ScanReport:
             found = [f for f in self.findings if f.tier == tier.value]
             if found:
                 counts = collections.Counter(f.severity for f in found)
-                rows.append({"tier": tier.value, "findings": len(found), "files": len({f.file for f in found}),
-                             **{s.value: counts[s] for s in SEVERITY_ORDER}})  # fmt: skip
+                rows.append(
+                    {
+                        "tier": tier.value,
+                        "findings": len(found),
+                        "files": len({f.file for f in found}),
+                        **{s.value: counts[s] for s in SEVERITY_ORDER},
+                    }
+                )
         return rows
 
     def file_counts(self) -> list[dict[str, Any]]:
@@ -79,10 +85,15 @@ class ScanReport:
             categories[finding.file].add(finding.category.value)
             tiers[finding.file] = finding.tier
         table = [
-            {"tier": tiers[f], "file": f, "findings": sum(n.values()), **{s.value: n[s] for s in SEVERITY_ORDER},
-             "categories": ", ".join(sorted(categories[f]))}
+            {
+                "tier": tiers[f],
+                "file": f,
+                "findings": sum(n.values()),
+                **{s.value: n[s] for s in SEVERITY_ORDER},
+                "categories": ", ".join(sorted(categories[f])),
+            }
             for f, n in rows.items()
-        ]  # fmt: skip
+        ]
         return sorted(table, key=lambda r: (Tier(r["tier"]).rank, -r["blocks"], -r["findings"], r["file"]))
 
     def rule_counts(self) -> list[dict[str, Any]]:
@@ -95,10 +106,17 @@ class ScanReport:
             counts[finding.rule] += 1
             files[finding.rule].add(finding.file)
         table = [
-            {"rule": r, "category": first[r].category.value, "severity": first[r].severity.value, "findings": n,
-             "files": len(files[r]), "counterpart": first[r].counterpart, "verify": first[r].verify}
+            {
+                "rule": r,
+                "category": first[r].category.value,
+                "severity": first[r].severity.value,
+                "findings": n,
+                "files": len(files[r]),
+                "counterpart": first[r].counterpart,
+                "verify": first[r].verify,
+            }
             for r, n in counts.items()
-        ]  # fmt: skip
+        ]
         return sorted(table, key=lambda r: (Severity(r["severity"]).rank, -r["findings"], r["rule"]))
 
     def problem_counts(self) -> dict[str, int]:

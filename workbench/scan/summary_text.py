@@ -49,7 +49,8 @@ def render(report: ScanReport, files: int = 20, list_findings: bool = False) -> 
         for f in report.findings:
             where = f"{f.file}:{f.line}" if f.line is not None else f.file
             lines.append(
-                f"  {f.tier:<10} {where}  [{f.severity.value}] {f.rule}  {f.excerpt}" + (f"  ({f.detail})" if f.detail else "")
+                f"  {f.tier:<10} {where}  [{f.severity.value}] {f.rule}  {f.excerpt}"
+                + (f"  ({f.detail})" if f.detail else "")
             )
     if report.problems:
         lines += ["", f"Scan problems ({len(report.problems)}; these files were not, or not fully, scanned):"]

@@ -25,9 +25,24 @@ from workbench.scan.file_scan import Candidate
 from workbench.scan.findings import ProblemKind, ScanProblem
 
 DEFAULT_IGNORES: tuple[str, ...] = (
-    ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", ".ipynb_checkpoints", "node_modules", ".eggs", "*.egg-info", ".idea", ".vscode",
-)  # fmt: skip
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".ipynb_checkpoints",
+    "node_modules",
+    ".eggs",
+    "*.egg-info",
+    ".idea",
+    ".vscode",
+)
 
 
 @dataclass(frozen=True)

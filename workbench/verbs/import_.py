@@ -30,13 +30,42 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="deployment files or the service's directory")
-    parser.add_argument("--release", metavar="TAG", help="judge and port at this vllm-ascend release (default: picked from the service)")
-    parser.add_argument("--to-ascend", type=Path, metavar="OUT", help="write the ported files (and recipes/) under OUT, outside the inputs")
-    parser.add_argument("--values", type=Path, action="append", default=[], metavar="FILE", help="a Helm values file for charts rendered here (repeatable)")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="a variable the shell would give compose files and scripts (repeatable)")
-    parser.add_argument("--convention", type=Path, metavar="FILE", help="an environment-to-flag mapping file (flags: {MAX_MODEL_LEN: --max-model-len})")
-    parser.add_argument("--npu-resource", metavar="NAME", help="the NPU resource of your device plugin (default huawei.com/Ascend910)")
+    parser.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH", help="deployment files or the service's directory"
+    )
+    parser.add_argument(
+        "--release", metavar="TAG", help="judge and port at this vllm-ascend release (default: picked from the service)"
+    )
+    parser.add_argument(
+        "--to-ascend",
+        type=Path,
+        metavar="OUT",
+        help="write the ported files (and recipes/) under OUT, outside the inputs",
+    )
+    parser.add_argument(
+        "--values",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a Helm values file for charts rendered here (repeatable)",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable the shell would give compose files and scripts (repeatable)",
+    )
+    parser.add_argument(
+        "--convention",
+        type=Path,
+        metavar="FILE",
+        help="an environment-to-flag mapping file (flags: {MAX_MODEL_LEN: --max-model-len})",
+    )
+    parser.add_argument(
+        "--npu-resource", metavar="NAME", help="the NPU resource of your device plugin (default huawei.com/Ascend910)"
+    )
     parser.add_argument("--no-diff", action="store_true", help="list the changes without printing the diffs")
     add_json_out(parser, "the containers, settings, release, recipes and ported files (kind 'import')")
     parser.set_defaults(handler=handle)

@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
 
     readers = (lint_reader,)
     try:
-        report = lint_source(args.source, release=args.release, stack=stack, stack_source=str(args.stack), readers=readers)
+        report = lint_source(
+            args.source, release=args.release, stack=stack, stack_source=str(args.stack), readers=readers
+        )
         upgrade = lint_upgrade(args.source, args.release, args.to, readers=readers, stack=stack) if args.to else None
     except LintInputError as exc:
         print(f"ascend-workbench lint: {exc}", file=sys.stderr)

@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--list", action="store_true", help="also print every finding")
     add_no_progress(parser)
-    parser.set_defaults(handler=handle)  # fmt: skip
+    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

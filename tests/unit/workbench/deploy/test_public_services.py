@@ -19,7 +19,9 @@ def _found(name: str) -> dict[str, dict[tuple[str, str | None], set[tuple[str, i
     for container in result.containers:
         for setting in container.settings():
             where = str(Path(setting.origin.file).resolve().relative_to((DEPLOY / name).resolve()))
-            found.setdefault(container.name, {}).setdefault((setting.key, setting.value), set()).add((where, setting.origin.line))
+            found.setdefault(container.name, {}).setdefault((setting.key, setting.value), set()).add(
+                (where, setting.origin.line)
+            )
     return found
 
 
@@ -28,7 +30,11 @@ def test_every_expected_setting_is_recovered_with_its_file_and_line(service):
     missing = []
     for container, settings in expected(service)["containers"].items():
         for row in settings:
-            key = "model" if row["setting"] == "flag.--model" and (row["setting"], row["value"]) not in found.get(container, {}) else row["setting"]
+            key = (
+                "model"
+                if row["setting"] == "flag.--model" and (row["setting"], row["value"]) not in found.get(container, {})
+                else row["setting"]
+            )
             places = found.get(container, {}).get((key, row["value"]), set())
             if (row["file"], row["line"]) not in places:
                 missing.append((container, row, sorted(places)))
@@ -72,7 +78,10 @@ def test_every_change_is_cited(service, imports):
         for change in ported.changes:
             assert change.method.startswith("docs/METHOD.md §"), change
             # a vllm-ascend doc or source line pinned to a tag, lint's TAG:path:line, or the vLLM sdist lint read
-            assert change.cite.startswith(("https://github.com/vllm-project/", "pypi:vllm-", "ascend_backend/data/")) or "@" in change.cite, change
+            assert (
+                change.cite.startswith(("https://github.com/vllm-project/", "pypi:vllm-", "ascend_backend/data/"))
+                or "@" in change.cite
+            ), change
 
 
 def test_recipes_are_valid_serving_recipes_traced_to_their_lines(service, imports):

@@ -60,7 +60,7 @@ def test_dockerfile_entrypoint_with_variables(tmp_path):
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text(
         "FROM vllm/vllm-openai:latest\n\nENTRYPOINT python3 -m vllm.entrypoints.openai.api_server \\\n"
-        "    --model ${MODEL_NAME:-meta-llama/Meta-Llama-3.1-8B-Instruct} \\\n    ${REVISION:+--revision \"$REVISION\"}\n"
+        '    --model ${MODEL_NAME:-meta-llama/Meta-Llama-3.1-8B-Instruct} \\\n    ${REVISION:+--revision "$REVISION"}\n'
     )
     [container] = read_paths((tmp_path,), {}).containers
     assert container.launcher == "api_server"
@@ -69,10 +69,16 @@ def test_dockerfile_entrypoint_with_variables(tmp_path):
 
 
 def test_inherited_entrypoint_gets_named_in_the_port(tmp_path):
-    (tmp_path / "Dockerfile").write_text('ARG VLLM=v0.13.0\nFROM vllm/vllm-openai:${VLLM}\nCMD ["--model", "Qwen/Qwen3-8B"]\n')
+    (tmp_path / "Dockerfile").write_text(
+        'ARG VLLM=v0.13.0\nFROM vllm/vllm-openai:${VLLM}\nCMD ["--model", "Qwen/Qwen3-8B"]\n'
+    )
     result = run_import(ImportRequest((tmp_path,), to_ascend=tmp_path.parent / "ported"))
     text = (tmp_path.parent / "ported" / "Dockerfile").read_text()
-    assert text.splitlines()[:3] == ["ARG VLLM=v0.13.0", "FROM quay.io/ascend/vllm-ascend:${VLLM}", 'ENTRYPOINT ["vllm", "serve"]']
+    assert text.splitlines()[:3] == [
+        "ARG VLLM=v0.13.0",
+        "FROM quay.io/ascend/vllm-ascend:${VLLM}",
+        'ENTRYPOINT ["vllm", "serve"]',
+    ]
     assert result.pick.release == "v0.13.0" and result.clean()
 
 
@@ -88,7 +94,9 @@ def test_llm_call_in_python(tmp_path):
 
 
 def test_convention_from_a_mapping_file(tmp_path):
-    (tmp_path / "conv.yaml").write_text("flags: {MAX_LEN: --max-model-len, MODEL_ID: --model}\nnegatable: [--enable-prefix-caching]\n")
+    (tmp_path / "conv.yaml").write_text(
+        "flags: {MAX_LEN: --max-model-len, MODEL_ID: --model}\nnegatable: [--enable-prefix-caching]\n"
+    )
     convention = load_mapping(tmp_path / "conv.yaml")
     assert convention.flags == {"MAX_LEN": "--max-model-len", "MODEL_ID": "--model"}
     with pytest.raises(WorkbenchError, match="'flags' maps environment names to flags"):
@@ -118,13 +126,17 @@ def test_a_chart_with_helm_is_rendered(tmp_path, monkeypatch):
     helm.write_text(f"#!/bin/sh\ncat {DEPLOY / 'production-stack' / 'rendered.yaml'}\n")
     helm.chmod(helm.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    result = read_paths((DEPLOY / "production-stack" / "helm",), {}, (DEPLOY / "production-stack" / "values-05-cpu-offloading.yaml",))
+    result = read_paths(
+        (DEPLOY / "production-stack" / "helm",), {}, (DEPLOY / "production-stack" / "values-05-cpu-offloading.yaml",)
+    )
     assert [c.name for c in result.containers] == ["Deployment/vllm-mistral-deployment-vllm/vllm"]
     assert result.containers[0].notes == ("rendered from vllm-stack/templates/deployment-vllm-multi.yaml",)
 
 
 def test_env_interpolation_from_the_request(tmp_path):
-    (tmp_path / "compose.yaml").write_text("services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n    command: --model ${MODEL}\n")
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n    command: --model ${MODEL}\n"
+    )
     result = run_import(ImportRequest((tmp_path,), env=("MODEL=Qwen/Qwen3-8B",)))
     assert result.read.containers[0].model() == "Qwen/Qwen3-8B" and result.notes == ()
 
@@ -168,4 +180,10 @@ def test_result_document_is_stamped(tmp_path):
 
 
 def test_shipped_recipes_are_not_taken_for_config_files():
-    assert lint_reader(Path("recipes/serving/ascend-7b-chat.yaml").resolve(), Path("recipes/serving/ascend-7b-chat.yaml").read_text()) is None
+    assert (
+        lint_reader(
+            Path("recipes/serving/ascend-7b-chat.yaml").resolve(),
+            Path("recipes/serving/ascend-7b-chat.yaml").read_text(),
+        )
+        is None
+    )

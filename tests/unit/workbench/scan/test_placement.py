@@ -15,7 +15,10 @@ def test_tiers_by_place_and_content():
     assert tier_of("helm/tests/deployment-vllm-multi_test.yaml", FileKind.CONFIG, "nvidia.com/gpu: 1") is Tier.TESTS
     assert tier_of("uv.lock", FileKind.REQUIREMENTS, "name = 'nvidia-nccl-cu12'") is Tier.LOCKS
     assert tier_of(".github/workflows/ci.yml", FileKind.CONFIG, "runs-on: gpu") is Tier.CI
-    assert tier_of("deploy/k8s.yaml", FileKind.CONFIG, "command: [vllm, serve]\nargs: [--max-model-len, '8192']") is Tier.ENGINE
+    assert (
+        tier_of("deploy/k8s.yaml", FileKind.CONFIG, "command: [vllm, serve]\nargs: [--max-model-len, '8192']")
+        is Tier.ENGINE
+    )
     assert tier_of("run.sh", FileKind.SHELL, "python3 -m vllm.entrypoints.openai.api_server --model m") is Tier.ENGINE
     assert tier_of("Dockerfile", FileKind.DOCKERFILE, "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04") is Tier.BUILD
     assert tier_of("router/app.py", FileKind.PYTHON, "import torch") is Tier.SHIPS_WITH
