@@ -68,8 +68,7 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
         actions = [
             a
             for a in group._group_actions
-            if a.help != argparse.SUPPRESS
-            and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+            if a.help != argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
         ]
         if not actions:
             continue
