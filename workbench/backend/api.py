@@ -16,7 +16,7 @@ import torch
 
 from ascend_backend.npu.device import detect, npu_status
 from ascend_backend.registry import REGISTRY
-from workbench.backend.kernels import (
+from workbench.stack.kernels import (
     context_of,
     kernel_diff,
     kernel_diff_contexts,
