@@ -20,6 +20,7 @@ from tests.conftest import REPO_ROOT
 # (verb module, notebook, api module, use-case function, request type)
 USE_CASES = [
     ("bisect", "06_feature_enabling.ipynb", "workbench.bisect.api", "run_bisect", "BisectRequest"),
+    ("compare_ops", "04_op_accuracy.ipynb", "workbench.accuracy.api", "run_compare_ops", "CompareOpsRequest"),
 ]
 
 
