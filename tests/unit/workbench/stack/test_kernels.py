@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
-from workbench.stack.kernels import KernelChange, context_of, kernel_diff, read_stack, selection_table
 from workbench.cli import main
 from workbench.errors import WorkbenchError
+from workbench.stack.kernels import KernelChange, context_of, kernel_diff, read_stack, selection_table
 
 V0110 = {
     "python": "3.11.7",
