@@ -31,7 +31,10 @@ from workbench.evaluate.greedy import AgreementTotal, agreement, total_agreement
 from workbench.evaluate.nll import NllResult, NllTotal, total_nll
 from workbench.evaluate.store import RecordFile
 from workbench.evaluate.thresholds import EvaluateThresholds, KindThresholds, judge_loss, judge_minimum
+from workbench.results.envelope import DocumentKind, envelope
 from workbench.results.verdict import Verdict
+
+EVALUATE_KIND = DocumentKind("evaluate")  # OUT/summary.json of an evaluation: per data set, and the comparison
 
 
 @dataclass(frozen=True)
@@ -435,15 +438,14 @@ def write_summary(out_dir: Path, comparison: Comparison | None = None) -> Path:
     import json
 
     runs = read_run(out_dir)
-    payload: dict[str, Any] = {
-        "provenance": next(iter(runs.values())).header.get("provenance"),
-        "datasets": {name: summarize(run).to_dict() for name, run in runs.items()},
-    }
+    stamp = next(iter(runs.values())).header.get("provenance") or {}
+    payload: dict[str, Any] = {"datasets": {name: summarize(run).to_dict() for name, run in runs.items()}}
     if comparison is not None:
         payload["comparison"] = comparison.to_dict()
         payload["reference_provenance"] = next(iter(read_run(Path(comparison.reference_dir)).values())).header.get(
             "provenance"
         )
     path = Path(out_dir) / "summary.json"
-    path.write_text(json.dumps(payload, indent=1, default=str, allow_nan=True))
+    document = envelope(payload, stamp, EVALUATE_KIND)
+    path.write_text(json.dumps(document, indent=1, default=str, allow_nan=True))
     return path
