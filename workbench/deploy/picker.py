@@ -143,6 +143,7 @@ def pick_release(result: ReadResult, release: str | None = None) -> Pick:
         reasons = [Reason(f"--release {release}: judged at {chosen} as asked")]
     else:
         chosen, paired, reasons = _choose(candidates, service, result)
+    reasons.append(_models_reason(result))
     changes = _changes(result, service, chosen, paired)
     return Pick(
         chosen, paired, str(service.version) if service else None, holding, tuple(reasons), tuple(changes), candidates
@@ -182,6 +183,23 @@ def _choose(candidates: tuple[Candidate, ...], service, result: ReadResult) -> t
         why += f"; {chosen.errors} setting(s) must change first (below)"
     reasons.append(Reason(why + "; releases move with their vLLM in lock-step (docs/METHOD.md §2)", MATRIX_CITE))
     return chosen.release, chosen.vllm, reasons
+
+
+def _models_reason(result: ReadResult) -> Reason:
+    """The models, by architecture where their config.json is readable here (else by name: lint's model
+    rules read the name), as the release is judged for them."""
+    seen = []
+    for container in result.containers:
+        for model in facts_mod.models(container):
+            what = (
+                f"architecture {model.architecture} (config.json)"
+                if model.architecture
+                else "by name (config.json not readable here)"
+            )
+            seen.append(f"{model.name}: {what}")
+    return Reason(
+        "models judged: " + ("; ".join(dict.fromkeys(seen)) or "none set (give one with --env or in the deployment)")
+    )
 
 
 def _version_reason(service, result: ReadResult) -> Reason:

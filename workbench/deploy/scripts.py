@@ -17,6 +17,9 @@ from workbench.deploy.model import Origin, Setting
 from workbench.lint.shell import Command, Word, commands
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+# Words that open or continue a compound command: what follows them is read as a command of its own.
+# Conditions are not evaluated: `if [ -n "$X" ]; then ARGS="$ARGS --flag $X"; fi` counts the assignment.
+_KEYWORDS = {"then", "else", "do", "elif", "if", "while", "until", "{", "!"}
 _SHELLS = {"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env", "dash", "zsh"}
 # `docker run` options that take a value (the rest are switches); a value may also follow `=`.
 _DOCKER_VALUED = frozenset(
@@ -58,11 +61,15 @@ def read_script(text: str, where: str, env: dict[str, Setting], first_line: int 
     flag_vars: dict[str, tuple[str, Origin]] = {}
     for command in commands(text, where):
         words = tuple(replace(w, line=w.line + first_line - 1) for w in command.words)
+        while words and words[0].text in _KEYWORDS:
+            words = words[1:]
+        if not words:
+            continue
         _note_flag_vars(words, where, flag_vars)
         words = _assign(words, where, known, via)
         if not words:
             continue
-        launches.extend(_launches(Command(words), where, known, via))
+        launches.extend(_launches(Command(_split_expansions(words, known, where)), where, known, via))
     return ScriptRead(tuple(launches), known, flag_vars)
 
 
@@ -86,6 +93,25 @@ def _record(word: Word, where: str, known: dict[str, Setting], via: str) -> None
     value = expand(match.group(2), known)
     origin = Origin(where, word.line, via or "assignment")
     known[match.group(1)] = Setting(f"env.{match.group(1)}", value.text, origin, value.origins)
+
+
+def _split_expansions(words: tuple[Word, ...], known: dict[str, Setting], where: str) -> tuple[Word, ...]:
+    """An unquoted `$ARGS` that holds several words is word-split, as the shell does (`vllm serve $MODEL $ARGS`);
+    the words it brings carry the line of the assignment that wrote them."""
+    out: list[Word] = []
+    for word in words:
+        if word.quoted or not word.text.startswith("$"):
+            out.append(word)
+            continue
+        expanded = expand(word.text, known)
+        parts = expanded.text.split()
+        if len(parts) <= 1 or expanded.missing:
+            out.append(word)
+            continue
+        origin = next((o for o in expanded.origins if o.file == where), None)
+        line = origin.line if origin is not None else word.line
+        out.extend(Word(part, -1, -1, line) for part in parts)
+    return tuple(out)
 
 
 def _note_flag_vars(words: tuple[Word, ...], where: str, found: dict[str, tuple[str, Origin]]) -> None:
