@@ -154,10 +154,6 @@ def _is_final(tag: str) -> bool:
     return not Version(tag.lstrip("v")).is_prerelease
 
 
-def _final(candidate: Candidate) -> bool:
-    return not Version(candidate.release.lstrip("v")).is_prerelease
-
-
 def _choose(candidates: tuple[Candidate, ...], service, result: ReadResult) -> tuple[str, str, list[Reason]]:
     """Same vLLM when a release pairs with it exactly; else the nearest final release above it (the
     newest final one when the service's vLLM is newer than all, or not stated); release candidates only
@@ -167,18 +163,22 @@ def _choose(candidates: tuple[Candidate, ...], service, result: ReadResult) -> t
     exact = [c for c in holding if service is not None and Version(c.vllm) == service.version]
     above = [c for c in holding if service is not None and Version(c.vllm) > service.version]
     if exact:
-        chosen = ([c for c in exact if _final(c)] or exact)[-1]
+        chosen = ([c for c in exact if _is_final(c.release)] or exact)[-1]
         why = f"{chosen.release} pairs with the same vLLM ({chosen.vllm})"
-    elif above and any(_final(c) for c in above):
-        chosen = next(c for c in above if _final(c))
+    elif above and any(_is_final(c.release) for c in above):
+        chosen = next(c for c in above if _is_final(c.release))
         why = f"no release pairs with vLLM {service.version} itself; {chosen.release} is the nearest final release above it (vLLM {chosen.vllm})"
-    else:
-        pool = [c for c in holding if _final(c)] or holding or [candidates[-1]]
-        chosen = pool[-1]
-        why = f"{chosen.release} is the newest final release that holds every engine setting (vLLM {chosen.vllm})"
+    elif holding:
+        finals = [c for c in holding if _is_final(c.release)]
+        chosen = (finals or holding)[-1]
+        kind = "final release" if finals else "release (no final one holds it)"
+        why = f"{chosen.release} is the newest {kind} that holds every engine setting (vLLM {chosen.vllm})"
         newer = [c for c in holding if Version(c.vllm) > Version(chosen.vllm)]
         if newer:
             why += f"; {newer[-1].release} (vLLM {newer[-1].vllm}) also holds it but is a release candidate"
+    else:
+        chosen = min(reversed(candidates), key=lambda c: c.errors)  # the fewest refusals, the newest on a tie
+        why = f"no release judged holds every engine setting; {chosen.release} (vLLM {chosen.vllm}) refuses the fewest"
     if chosen.errors:
         why += f"; {chosen.errors} setting(s) must change first (below)"
     reasons.append(Reason(why + "; releases move with their vLLM in lock-step (docs/METHOD.md §2)", MATRIX_CITE))
