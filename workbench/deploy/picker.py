@@ -14,6 +14,7 @@ as `main`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.version import Version
 
@@ -118,8 +119,22 @@ class _Judge:
                 for finding in lint_parsed(parsed_for(container, self.consumed), release=tag).errors:
                     if not (finding.setting.startswith("env.") and finding.finding.value in _REMOVABLE):
                         count += 1
+                count += len(gaps_at(container, tag))
             self.cache[tag] = count
         return self.cache[tag]
+
+
+def gaps_at(container: Container, tag: str) -> list[tuple[Any, Any]]:
+    """(gap, setting) for each feature the container turns on that the release does not serve."""
+    from workbench.deploy.policy import feature_gaps
+
+    tags = config_table().tags
+    found = []
+    for gap in feature_gaps().rows:
+        setting = container.flag(gap.flag)
+        if setting is not None and gap.applies(setting.value, tag, tags):
+            found.append((gap, setting))
+    return found
 
 
 def pick_release(result: ReadResult, release: str | None = None) -> Pick:
@@ -144,6 +159,7 @@ def pick_release(result: ReadResult, release: str | None = None) -> Pick:
     else:
         chosen, paired, reasons = _choose(candidates, service, result)
     reasons.append(_models_reason(result))
+    reasons.extend(_gap_reasons(result, candidates))
     changes = _changes(result, service, chosen, paired)
     return Pick(
         chosen, paired, str(service.version) if service else None, holding, tuple(reasons), tuple(changes), candidates
@@ -185,6 +201,22 @@ def _choose(candidates: tuple[Candidate, ...], service, result: ReadResult) -> t
     return chosen.release, chosen.vllm, reasons
 
 
+def _gap_reasons(result: ReadResult, candidates: tuple[Candidate, ...]) -> list[Reason]:
+    """Each feature gap that ruled releases out, with the releases it ruled out and its citation."""
+    found: dict[str, tuple[Any, Any, list[str]]] = {}
+    for container in result.containers:
+        for candidate in candidates:
+            for gap, setting in gaps_at(container, candidate.release):
+                found.setdefault(gap.id, (gap, setting, []))[2].append(candidate.release)
+    return [
+        Reason(
+            f"{gap.flag} {setting.value} ({setting.origin}) rules out {', '.join(dict.fromkeys(tags))}: {gap.why}",
+            gap.cite[0],
+        )
+        for gap, setting, tags in found.values()
+    ]
+
+
 def _models_reason(result: ReadResult) -> Reason:
     """The models, by architecture where their config.json is readable here (else by name: lint's model
     rules read the name), as the release is judged for them."""
@@ -221,6 +253,10 @@ def _changes(result: ReadResult, service, tag: str, paired: str) -> list[Reason]
         changes.append(Reason(f"vLLM {service.version} -> {paired}: {verb} ({service.origin})", MATRIX_CITE))
     consumed = frozenset(result.convention.flags)
     for container in result.containers:
+        for gap, setting in gaps_at(container, tag):
+            changes.append(
+                Reason(f"{container.name}: {gap.flag} {setting.value} ({setting.origin}): {gap.why}", gap.cite[0])
+            )
         for finding in lint_parsed(parsed_for(container, consumed), release=tag).errors:
             changes.append(
                 Reason(

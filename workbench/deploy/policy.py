@@ -70,6 +70,36 @@ class PortPolicy(Frozen):
         return next((row for pattern, row in self.resources.items() if fnmatch.fnmatchcase(name, pattern)), None)
 
 
+class FeatureGap(Frozen):
+    """A feature a span of releases does not serve (policy/deploy/features.yaml)."""
+
+    id: str
+    flag: str
+    above: float
+    first: str
+    last: str
+    why: str
+    cite: tuple[str, ...] = Field(min_length=1)
+
+    def applies(self, value: str | None, tag: str, tags: tuple[str, ...]) -> bool:
+        try:
+            on = value is not None and float(value) > self.above
+        except ValueError:
+            return False
+        return on and tag in tags and tags.index(self.first) <= tags.index(tag) <= tags.index(self.last)
+
+
+class FeatureGaps(Frozen):
+    name: str
+    rows: tuple[FeatureGap, ...]
+
+
+@functools.cache
+def feature_gaps() -> FeatureGaps:
+    path = settings.policy_dir() / "deploy" / "features.yaml"
+    return load_recipe_file(FeatureGaps, path, what="feature gaps", required="'rows'")
+
+
 def repository_of(image: str) -> str:
     """'docker.io/vllm/vllm-openai:v0.8.5' -> 'vllm/vllm-openai' (registry prefix of Docker Hub, tag and digest dropped)."""
     name = image.split("@", 1)[0]

@@ -63,6 +63,9 @@ def test_the_release_picked_and_why(service, imports):
     changes = " ".join(c.text for c in pick.changes)
     for needle in want["changes"]:
         assert needle in changes
+    reasons = " ".join(r.text for r in pick.reasons)
+    for needle in want.get("reasons", []):
+        assert needle in reasons
     assert pick.release in pick.holding  # a pick holds every engine setting there
 
 

@@ -176,7 +176,7 @@ def test_result_document_is_stamped(tmp_path):
 
     result = run_import(ImportRequest((DEPLOY / "lws-vllm",)))
     data = IMPORT_KIND.read(result.write(tmp_path / "import.json"))
-    assert data["pick"]["release"] == "v0.9.1" and data["containers"][0]["name"] == "LeaderWorkerSet/vllm/vllm-leader"
+    assert data["pick"]["release"] == "v0.11.0" and data["containers"][0]["name"] == "LeaderWorkerSet/vllm/vllm-leader"
 
 
 def test_shipped_recipes_are_not_taken_for_config_files():
