@@ -12,14 +12,14 @@ Each request is checked when it is made (a WorkbenchError names the field and th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workbench.cluster.bundle import NODE_BUNDLE_KIND, NodeBundle, read_bundle
 from workbench.cluster.check import CLUSTER_CHECK_KIND, ClusterCheckResult, check_bundles
-from workbench.cluster.collect import collect_from_files, collect_here, collect_over_ray
+from workbench.cluster.collect import collect_from_files, collect_here, collect_over_ray, planned_bundle
 from workbench.cluster.model_facts import model_facts
 from workbench.cluster.plan import PLAN_KIND, Plan, make_plan
 from workbench.cluster.planner import GIB, Chips, Engine, Layout, load_figures
@@ -110,6 +110,11 @@ def run_cluster_check(request: ClusterCheckRequest, bundles: Sequence[NodeBundle
     if request.out is not None:
         result.write(request.out, provenance())
     return result
+
+
+def check_planned_nodes(nodes: Sequence[tuple[str, Sequence[str], Mapping[str, str]]]) -> ClusterCheckResult:
+    """The cluster check over nodes about to start on this machine: (name, argv, environment) each."""
+    return check_bundles([planned_bundle(name, argv, env) for name, argv, env in nodes], rules=load_rules())
 
 
 @dataclass(frozen=True)

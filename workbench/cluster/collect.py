@@ -18,7 +18,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +152,24 @@ def collect_here(node: str | None = None, *, pid: int | None = None, script: str
         interfaces=interfaces(),
         ports=listening_ports(),
         own_pids=_family(proc) if proc else (),
+        collected_at=time.time(),
+    )
+
+
+def planned_bundle(node: str, argv: Sequence[str], environ: Mapping[str, str]) -> NodeBundle:
+    """A node about to start on this machine (the loopback cluster): its command and environment as planned,
+    this machine's stack, interfaces and listening ports."""
+    from workbench.stack.fingerprint import stack
+
+    return NodeBundle(
+        node=node,
+        hostname=socket.gethostname(),
+        source="plan",
+        stack=stack(),
+        env=kept_env(environ),
+        command=tuple(argv),
+        interfaces=interfaces(),
+        ports=listening_ports(),
         collected_at=time.time(),
     )
 

@@ -34,9 +34,9 @@ class ClusterFinding:
         return f"[{self.severity.value}] {self.node}: {self.setting}: {self.message}\n    fix: {self.fix}\n    source: {self.source}"
 
 
-def finding(rule: Rule, nodes: str | Iterable[str], setting: str, message: str, **fix_values: Any) -> ClusterFinding:
-    """A finding of `rule`, its fix rendered with `fix_values` (placeholders the rule's fix text names)."""
-    node = nodes if isinstance(nodes, str) else ", ".join(dict.fromkeys(nodes))
+def finding(rule: Rule, who: str | Iterable[str], setting: str, message: str, **fix_values: Any) -> ClusterFinding:
+    """A finding of `rule` about node(s) `who`, its fix rendered with `fix_values` (the rule's placeholders)."""
+    node = who if isinstance(who, str) else ", ".join(dict.fromkeys(who))
     fix = rule.render_fix(setting=setting, **fix_values)
     return ClusterFinding(rule.id, rule.severity, node, setting, message, fix, rule.source)
 

@@ -160,9 +160,23 @@ def _settings(parsed: ParsedInput) -> tuple[dict[str, str], dict[str, str | None
     return env, flags
 
 
+# Entry points that are `vllm serve` under another name: the workbench's own (workbench.serving.vllm_serve)
+# and vLLM's CLI module run with -m.
+_SERVE_MODULES = {("-m", "workbench.serving.vllm_serve"): 2, ("-m", "vllm.entrypoints.cli.main", "serve"): 3}
+
+
+def _as_vllm_serve(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """`python -m workbench.serving.vllm_serve --model M ...` -> `vllm serve --model M ...` (what lint reads)."""
+    for i in range(len(argv)):
+        for words, length in _SERVE_MODULES.items():
+            if argv[i : i + length] == words:
+                return ("vllm", "serve", *argv[i + length :])
+    return argv
+
+
 def view(bundle: NodeBundle) -> NodeView:
     """The bundle's settings: its script (exports and serve line as written) over its environment and command."""
-    texts = [shlex.join(bundle.command)] if bundle.command else []
+    texts = [shlex.join(_as_vllm_serve(bundle.command))] if bundle.command else []
     if bundle.script:
         texts.append(bundle.script)
     env, flags, model, serving = dict(bundle.env), {}, None, False

@@ -453,8 +453,14 @@ def launch(
 
     Inside an engine pool (the main job, a test session: `workbench.serving.pool`) the server is leased
     from it instead, shared with every launch of the same configuration; `pooled=False` starts a server
-    of its own (a measurement that needs a fresh process, a test that kills it).
+    of its own (a measurement that needs a fresh process, a test that kills it). A cluster recipe (recipes/cluster/)
+    starts its nodes through `workbench.serving.cluster`, checked against each other first.
     """
+    if recipe.cluster is not None:
+        from workbench.serving.cluster import launch_cluster
+
+        options = {"extra_env": extra_env, "extra_args": extra_args, "log_dir": log_dir, "startup_timeout_s": startup_timeout_s}
+        return launch_cluster(recipe, progress=progress, pooled=pooled, **options)
     if recipe.device is DeviceKind.NPU:
         require_atb(recipe)
     plan = plan_launch(
