@@ -53,7 +53,6 @@ CHECKS: Mapping[RuleKind, Check] = {
 _NEEDS: Mapping[RuleKind, tuple[str, Callable[[NodeBundle], bool]]] = {
     RuleKind.INTERFACE_EXISTS: ("no interface list", lambda b: b.interfaces is not None),
     RuleKind.ADDRESS_ON_NODE: ("no interface list", lambda b: b.interfaces is not None),
-    RuleKind.HCCN_CONF: ("no hccn_tool output or /etc/hccn.conf", lambda b: bool(b.hccn) or b.hccn_conf is not None),
     RuleKind.NPU_LINK: ("no hccn_tool output", lambda b: bool(b.hccn)),
     RuleKind.DEVICE_IP_UNIQUE: ("no hccn_tool output", lambda b: bool(b.hccn)),
     RuleKind.STACK_EQUAL: ("no stack", lambda b: bool(b.stack)),

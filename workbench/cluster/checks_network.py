@@ -56,7 +56,8 @@ def hccn_conf(rule: Rule, views: Sequence[NodeView]) -> list[ClusterFinding]:
         if v.bundle.hccn_conf is None:
             if multi_host and is_npu(v) and v.bundle.source == "collected":
                 message = "/etc/hccn.conf is missing (in a container: not mounted); HCCL cannot find the device IPs"
-                found.append(finding(rule, v.name, "/etc/hccn.conf", message, device="N", address="device address"))
+                detail = "mount the host's /etc/hccn.conf and hccn_tool into the container (-v /etc/hccn.conf:/etc/hccn.conf)"
+                found.append(finding(rule, v.name, "/etc/hccn.conf", message, detail=detail))
             continue
         conf = parse_hccn_conf(v.bundle.hccn_conf)
         for device, outputs in sorted(v.bundle.hccn.items(), key=lambda kv: int(kv[0])):
@@ -69,10 +70,14 @@ def hccn_conf(rule: Rule, views: Sequence[NodeView]) -> list[ClusterFinding]:
                 message = (
                     f"hccn.conf says {stated or '(no address_' + str(device) + ')'}, the device has {live.address}"
                 )
-                found.append(finding(rule, v.name, f"address_{device}", message, device=device, address=live.address))
+                detail = (
+                    f"set address_{device} in /etc/hccn.conf to the device's {live.address} and restart the service"
+                )
+                found.append(finding(rule, v.name, f"address_{device}", message, detail=detail))
             elif live.address is None and stated is not None:
                 message = f"hccn.conf says {stated}, but the device has none ({live.problem})"
-                found.append(finding(rule, v.name, f"address_{device}", message, device=device, address=stated))
+                detail = f"give NPU {device} its address {stated} (hccn_tool -i {device} -ip -s address {stated} netmask ...) or fix the file"
+                found.append(finding(rule, v.name, f"address_{device}", message, detail=detail))
     return found
 
 

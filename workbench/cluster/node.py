@@ -14,6 +14,7 @@ instances joined by a KV connector; nodes that name neither are an instance of t
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -188,7 +189,18 @@ def view(bundle: NodeBundle) -> NodeView:
         model = parsed.model or model
         serving = serving or parsed.launcher is not None and bool(more_flags or parsed.model)
     ray = _ray_start(bundle.command) or _ray_from_script(bundle.script)
-    return NodeView(bundle, env, flags, model, serving, ray)
+    env = {k: _expand(v, env) for k, v in env.items()}
+    flags = {k: None if v is None else _expand(v, env) for k, v in flags.items()}
+    return NodeView(bundle, env, flags, _expand(model, env) if model else model, serving, ray)
+
+
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _expand(value: str, variables: Mapping[str, str]) -> str:
+    """'$local_ip' -> the value the script assigned to local_ip (launch scripts set local_ip="..." first, then
+    export HCCL_IF_IP=$local_ip); unknown names and positional $1 stay as written."""
+    return _VARIABLE.sub(lambda m: variables.get(m.group(1), m.group(0)), value)
 
 
 def _ray_from_script(script: str | None) -> RayStart | None:
