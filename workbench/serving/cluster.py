@@ -34,24 +34,23 @@ from workbench.recipes import ServingRecipe, stable_hash
 from workbench.recipes.cluster import ClusterMode, ClusterNode
 from workbench.serving.client import healthy, served_model
 from workbench.serving.crash import ServerFailure, classify, start_timeout
-from workbench.serving.pool import EnginePool, PoolRecord, active_pool
-from workbench.serving.processes import stop_process_group
-from workbench.serving.reaper import OrphanReaper
-from workbench.serving.server import (
+from workbench.serving.launch_plan import (
     API_SERVER_MODULE,
     HOST,
     IN_PROCESS_WORKER_VAR,
-    POLL_S,
     LaunchPlan,
-    Server,
     free_port,
     idle_budget,
     plan_launch,
 )
+from workbench.serving.pool import EnginePool, PoolRecord, active_pool
+from workbench.serving.processes import stop_process_group
+from workbench.serving.reaper import OrphanReaper
 from workbench.serving.starts import record_lease, record_start
 from workbench.settings import run_dir, utc_stamp
 
 SERVE_MODULE = "workbench.serving.vllm_serve"
+POLL_S = 0.5
 PROXY_MODULE = "workbench.serving.pd_proxy"
 
 
@@ -229,20 +228,22 @@ def _wait(members: list[tuple[NodePlan, subprocess.Popen]], urls: list[str], tim
             time.sleep(POLL_S)
 
 
-class ClusterServer(Server):
-    """A launched cluster: the front's URL, every node's process group owned (and stopped) together."""
+@dataclass(frozen=True)
+class ClusterStart:
+    """A started (or leased) cluster, for `server.launch` to wrap in its `Server`: the front's URL, the front's
+    process and every other node's (each leading its own group) when launched, the pool's lease when leased."""
 
-    def __init__(self, url: str, model: str, *, plan: LaunchPlan, members: list[subprocess.Popen], **kwargs):
-        super().__init__(url, model, plan=plan, process=members[-1] if members else None, **kwargs)
-        self.members = members
+    url: str
+    model: str
+    plan: LaunchPlan
+    ready_s: float | None
+    process: subprocess.Popen | None = None
+    companions: tuple[subprocess.Popen, ...] = ()
+    guard: OrphanReaper | None = None
+    lease: tuple[EnginePool, PoolRecord] | None = None
 
-    def stop(self) -> None:
-        for process in self.members[:-1]:
-            stop_process_group(process)
-        super().stop()
 
-
-def start_cluster(cluster: ClusterPlan, *, progress: bool = True, pool: EnginePool | None = None) -> Server:
+def start_cluster(cluster: ClusterPlan, *, progress: bool = True, pool: EnginePool | None = None) -> ClusterStart:
     """Start every node (the engines, then the proxy of a pd cluster), wait for the front; on any failure every
     group is already stopped."""
     guard = OrphanReaper() if pool is None else None
@@ -266,7 +267,7 @@ def start_cluster(cluster: ClusterPlan, *, progress: bool = True, pool: EnginePo
     ready_s = round(time.monotonic() - began, 2)
     record_start(cluster.recipe.name, cluster.fingerprint, ready_s, cluster.recipe.engine.tensor_parallel_size, False)
     front = next(p for n, p in members if n is cluster.front)
-    ordered = [p for n, p in members if n is not cluster.front] + [front]
+    others = tuple(p for n, p in members if n is not cluster.front)
     if pool is not None:
         record = PoolRecord(
             cluster.fingerprint,
@@ -276,16 +277,14 @@ def start_cluster(cluster: ClusterPlan, *, progress: bool = True, pool: EnginePo
             front.pid,
             ready_s,
             str(cluster.front.plan.log_path),
-            extra_pids=tuple(p.pid for p in ordered[:-1]),
+            extra_pids=tuple(p.pid for p in others),
         )
         pool.add(record)
-        return Server(record.url, model, plan=cluster.front.plan, lease=(pool, pool.take(record)), ready_s=ready_s)
-    return ClusterServer(
-        cluster.front.plan.url, model, plan=cluster.front.plan, members=ordered, guard=guard, ready_s=ready_s
-    )
+        return ClusterStart(record.url, model, cluster.front.plan, ready_s, lease=(pool, pool.take(record)))
+    return ClusterStart(cluster.front.plan.url, model, cluster.front.plan, ready_s, front, others, guard)
 
 
-def launch_cluster(recipe: ServingRecipe, *, progress: bool = True, pooled: bool = True, **launch) -> Server:
+def launch_cluster(recipe: ServingRecipe, *, progress: bool = True, pooled: bool = True, **launch) -> ClusterStart:
     """`launch()` for a cluster recipe: checked, then started (or leased from the engine pool)."""
     cluster = plan_cluster(recipe, **launch)
     pool = active_pool() if pooled else None
@@ -297,14 +296,14 @@ def launch_cluster(recipe: ServingRecipe, *, progress: bool = True, pooled: bool
         if record is not None and healthy(record.url):
             record_lease(record)
             plan = dataclasses.replace(cluster.front.plan, log_path=Path(record.log_path))
-            return Server(record.url, record.model, plan=plan, lease=(pool, pool.take(record)), ready_s=record.ready_s)
+            return ClusterStart(record.url, record.model, plan, record.ready_s, lease=(pool, pool.take(record)))
         refuse_inconsistent(cluster)
         return start_cluster(cluster, progress=progress, pool=pool)
 
 
 __all__ = [
     "ClusterPlan",
-    "ClusterServer",
+    "ClusterStart",
     "NodePlan",
     "check_plan",
     "launch_cluster",
