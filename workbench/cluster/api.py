@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from workbench.cluster.bundle import NODE_BUNDLE_KIND, NodeBundle, read_bundle
 from workbench.cluster.check import CLUSTER_CHECK_KIND, ClusterCheckResult, check_bundles
 from workbench.cluster.collect import collect_from_files, collect_here, collect_over_ray, planned_bundle
@@ -112,9 +114,59 @@ def run_cluster_check(request: ClusterCheckRequest, bundles: Sequence[NodeBundle
     return result
 
 
+def planned_bundles(nodes: Sequence[tuple[str, Sequence[str], Mapping[str, str]]]) -> list[NodeBundle]:
+    """Bundles of nodes about to start on this machine: (name, argv, environment) each."""
+    return [planned_bundle(name, argv, env) for name, argv, env in nodes]
+
+
 def check_planned_nodes(nodes: Sequence[tuple[str, Sequence[str], Mapping[str, str]]]) -> ClusterCheckResult:
     """The cluster check over nodes about to start on this machine: (name, argv, environment) each."""
-    return check_bundles([planned_bundle(name, argv, env) for name, argv, env in nodes], rules=load_rules())
+    return check_bundles(planned_bundles(nodes), rules=load_rules())
+
+
+def write_bundles(bundles: Sequence[NodeBundle], folder: Path | str) -> tuple[Path, ...]:
+    """Each bundle to `folder`/NODE.json (what `collect` writes on each node), stamped."""
+    return tuple(_write(b, Path(folder) / f"{b.node}.json") for b in bundles)
+
+
+def bundles_table(bundles: Sequence[NodeBundle]) -> pd.DataFrame:
+    """One row per node: where it runs, its instance, and its serve command as the check reads it."""
+    from workbench.cluster.node import view
+
+    rows = []
+    for bundle in bundles:
+        settings = view(bundle)
+        flags = " ".join(f"{k} {v}" if v is not None else k for k, v in settings.flags.items())
+        rows.append({"node": bundle.node, "host": bundle.host, "instance": settings.instance, "flags": flags})
+    return pd.DataFrame(rows)
+
+
+def findings_table(result: ClusterCheckResult) -> pd.DataFrame:
+    """One row per finding: severity, node, setting, what, fix (the source stays in the result)."""
+    rows = [
+        {"severity": f.severity.value, "node": f.node, "setting": f.setting, "finding": f.message, "fix": f.fix}
+        for f in result.findings
+    ]
+    return pd.DataFrame(rows, columns=["severity", "node", "setting", "finding", "fix"])
+
+
+def plan_table(plans: Sequence[Plan]) -> pd.DataFrame:
+    """One row per plan: layout, weights and KV per rank, the largest context and batch, and the verdict."""
+    rows = []
+    for plan in plans:
+        weights = sum(v for k, v in plan.per_rank.items() if k.startswith("weights."))
+        rows.append(
+            {
+                "layout": plan.layout.text(),
+                "ranks": plan.layout.ranks,
+                "weights_gib": round(weights / GIB, 4),
+                "kv_tokens_per_rank": plan.kv_tokens,
+                "max_context": plan.max_context,
+                "max_batch": plan.max_batch,
+                "verdict": plan.refusal.text() if plan.refusal else "fits",
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,11 @@ def make_plan(facts: ModelFacts, chips: Chips, layout: Layout, engine: Engine, f
     )
 
 
+def size(value: float) -> str:
+    """Bytes as GiB, or MiB below a tenth of a GiB (a tiny model's numbers stay readable)."""
+    return f"{value / GIB:.2f} GiB" if abs(value) >= GIB / 10 else f"{value / MIB:.1f} MiB"
+
+
 def _refusal(chips, engine, used, kv, per_token, tokens, wanted, budget, weights, layout) -> Refusal | None:
     """The knob the user turns first: utilization when nothing is left for KV, else the context length."""
     if chips.memory_bytes is not None and kv <= 0:
@@ -190,7 +195,8 @@ def _refusal(chips, engine, used, kv, per_token, tokens, wanted, budget, weights
             f"one request of max_model_len {engine.max_model_len:,} needs {engine.max_model_len * per_token / GIB:.2f} GiB "
             f"of KV cache, {kv / GIB:.2f} GiB are left"
         )
-        return Refusal(reason, "--max-model-len", f"{tokens:,} (the most that fits), or raise --gpu-memory-utilization")
+        more = "VLLM_CPU_KVCACHE_SPACE" if chips.memory_bytes is None else "--gpu-memory-utilization"
+        return Refusal(reason, "--max-model-len", f"{tokens:,} (the most that fits), or raise {more}")
     return None
 
 

@@ -81,6 +81,16 @@ class ClusterSpec(Frozen):
     def node(self, role: str) -> ClusterNode:
         return next(n for n in self.nodes if n.role == role)
 
+    def with_node(self, name: str, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> ClusterSpec:
+        """A copy whose node `name` gets `args` and `env` on top of its own (how a test plants an inconsistency)."""
+        if name not in [n.name for n in self.nodes]:
+            raise ValueError(f"no node {name!r}; the nodes are {[n.name for n in self.nodes]}")
+        nodes = [
+            n.model_copy(update={"args": (*n.args, *args), "env": {**n.env, **(env or {})}}) if n.name == name else n
+            for n in self.nodes
+        ]
+        return self.model_copy(update={"nodes": tuple(nodes)})
+
 
 def cluster_dir() -> Path:
     return recipes_dir() / "cluster"

@@ -172,12 +172,27 @@ def plan_cluster(recipe: ServingRecipe, *, extra_env: Mapping[str, str] | None =
     return ClusterPlan(recipe, tuple(nodes), fingerprint)
 
 
+def _engines(cluster: ClusterPlan) -> list[tuple[str, tuple[str, ...], dict[str, str]]]:
+    return [(n.name, n.plan.argv, {**os.environ, **dict(n.plan.env)}) for n in cluster.engines]
+
+
 def check_plan(cluster: ClusterPlan):
     """The cluster check over the planned nodes (as node bundles); returns the check's result."""
     from workbench.cluster.api import check_planned_nodes
 
-    engines = [(n.name, n.plan.argv, {**os.environ, **dict(n.plan.env)}) for n in cluster.engines]
-    return check_planned_nodes(engines)
+    return check_planned_nodes(_engines(cluster))
+
+
+def cluster_bundles(recipe: ServingRecipe, **launch):
+    """The node bundles a cluster recipe's nodes would have, planned on this machine (nothing starts)."""
+    from workbench.cluster.api import planned_bundles
+
+    return planned_bundles(_engines(plan_cluster(recipe, **launch)))
+
+
+def check_cluster_recipe(recipe: ServingRecipe, **launch):
+    """What `check --cluster` says about a cluster recipe's nodes before they start (launch refuses on an error)."""
+    return check_plan(plan_cluster(recipe, **launch))
 
 
 def refuse_inconsistent(cluster: ClusterPlan) -> None:
@@ -305,7 +320,9 @@ __all__ = [
     "ClusterPlan",
     "ClusterStart",
     "NodePlan",
+    "check_cluster_recipe",
     "check_plan",
+    "cluster_bundles",
     "launch_cluster",
     "plan_cluster",
     "refuse_inconsistent",

@@ -13,6 +13,7 @@ Everything else (`/v1/models`, `/tokenize`, `/metrics`, `/version`) is the decod
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 GENERATE = ("/v1/completions", "/v1/chat/completions")
@@ -74,9 +75,14 @@ def build_app(prefill: str, decode: str) -> Any:
 
         return StreamingResponse(chunks(), media_type="text/event-stream")
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette):
+        yield
+        await client.aclose()
+
     routes = [Route("/health", health), *(Route(p, generate, methods=["POST"]) for p in GENERATE)]
     routes += [Route(p, forward, methods=["GET", "POST"]) for p in FORWARDED]
-    return Starlette(routes=routes, on_shutdown=[client.aclose])
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 def main() -> None:
