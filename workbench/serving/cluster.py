@@ -66,6 +66,7 @@ class ClusterPlan:
     recipe: ServingRecipe
     nodes: tuple[NodePlan, ...]  # serving nodes first, the proxy (pd) last
     fingerprint: str
+    storage: Path | None = None  # the KV connector's shared folder (pd)
 
     @property
     def front(self) -> NodePlan:
@@ -92,7 +93,7 @@ def _node_plan(recipe: ServingRecipe, node: ClusterNode, role: str, args: tuple[
     )
 
 
-def _dp_nodes(recipe: ServingRecipe, launch: dict) -> list[NodePlan]:
+def _dp_nodes(recipe: ServingRecipe, launch: dict) -> tuple[list[NodePlan], None]:
     spec = recipe.cluster
     assert spec is not None
     rpc_port = spec.rpc_port or free_port()
@@ -110,7 +111,7 @@ def _dp_nodes(recipe: ServingRecipe, launch: dict) -> list[NodePlan]:
     for rank, node in enumerate(spec.nodes):
         own = ("--api-server-count", "1") if rank == 0 else ("--headless", "--data-parallel-start-rank", str(rank))
         nodes.append(_node_plan(recipe, node, "master" if rank == 0 else "follower", (*common, *own), **dict(launch)))
-    return nodes
+    return nodes, None
 
 
 def kv_transfer_config(connector: str, role: str, storage: Path) -> str:
@@ -124,11 +125,12 @@ def kv_transfer_config(connector: str, role: str, storage: Path) -> str:
     )
 
 
-def _pd_nodes(recipe: ServingRecipe, launch: dict) -> list[NodePlan]:
+def _pd_nodes(recipe: ServingRecipe, launch: dict) -> tuple[list[NodePlan], Path]:
     spec = recipe.cluster
     assert spec is not None
-    storage = Path(spec.shared_storage or run_dir("cluster-kv", recipe.name, fresh=True)).resolve()
-    storage.mkdir(parents=True, exist_ok=True)
+    # ExampleConnector's folder: the recipe's, else one per start beside the logs (made when the nodes start)
+    logs = launch.get("log_dir") or run_dir("server-logs")
+    storage = Path(spec.shared_storage or Path(logs) / f"{recipe.name}-kv-{utc_stamp()}").resolve()
     nodes = []
     for role in ("prefill", "decode"):
         args = ("--kv-transfer-config", kv_transfer_config(spec.kv_connector, role, storage))
@@ -151,11 +153,17 @@ def _pd_nodes(recipe: ServingRecipe, launch: dict) -> list[NodePlan]:
     proxy = LaunchPlan(
         f"{recipe.name}:proxy", argv, (("PYTHONUNBUFFERED", "1"),), HOST, port, log, recipe.startup_timeout_s
     )
-    return [*nodes, NodePlan("proxy", "proxy", proxy)]
+    return [*nodes, NodePlan("proxy", "proxy", proxy)], storage
 
 
-def plan_cluster(recipe: ServingRecipe, *, extra_env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
-                 log_dir: Path | None = None, startup_timeout_s: float | None = None) -> ClusterPlan:  # fmt: skip
+def plan_cluster(
+    recipe: ServingRecipe,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+    log_dir: Path | None = None,
+    startup_timeout_s: float | None = None,
+) -> ClusterPlan:
     """Every node's command and environment (nothing starts)."""
     if recipe.cluster is None:
         raise WorkbenchError(f"recipe {recipe.name} has no cluster: section; launch it as a single server")
@@ -165,11 +173,10 @@ def plan_cluster(recipe: ServingRecipe, *, extra_env: Mapping[str, str] | None =
         "log_dir": log_dir,
         "startup_timeout_s": startup_timeout_s,
     }
-    nodes = _dp_nodes(recipe, launch) if recipe.cluster.mode is ClusterMode.DP else _pd_nodes(recipe, launch)
-    fingerprint = stable_hash({"cluster": recipe.identity(), "env": dict(extra_env or {}), "args": list(extra_args)})[
-        :16
-    ]
-    return ClusterPlan(recipe, tuple(nodes), fingerprint)
+    dp = recipe.cluster.mode is ClusterMode.DP
+    nodes, storage = _dp_nodes(recipe, launch) if dp else _pd_nodes(recipe, launch)
+    identity = {"cluster": recipe.identity(), "env": dict(extra_env or {}), "args": list(extra_args)}
+    return ClusterPlan(recipe, tuple(nodes), stable_hash(identity)[:16], storage)
 
 
 def _engines(cluster: ClusterPlan) -> list[tuple[str, tuple[str, ...], dict[str, str]]]:
@@ -266,6 +273,8 @@ def start_cluster(cluster: ClusterPlan, *, progress: bool = True, pool: EnginePo
     began, members = time.monotonic(), []
     timeout = cluster.front.plan.startup_timeout_s
     try:
+        if cluster.storage is not None:
+            cluster.storage.mkdir(parents=True, exist_ok=True)
         engines = [(n, _spawn(n.plan, marks)) for n in cluster.engines]
         members += engines
         _wait(engines, [n.plan.url for n in cluster.engines if n.role != "follower"], timeout)
