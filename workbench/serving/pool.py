@@ -69,7 +69,9 @@ class PoolRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PoolRecord:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known | {"holders": tuple(known.get("holders", ())), "extra_pids": tuple(known.get("extra_pids", ()))})
+        return cls(
+            **known | {"holders": tuple(known.get("holders", ())), "extra_pids": tuple(known.get("extra_pids", ()))}
+        )
 
 
 class EnginePool:
