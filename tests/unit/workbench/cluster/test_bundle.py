@@ -75,3 +75,24 @@ def test_a_ray_start_line_is_its_own_instance():
     worker = NodeBundle("w", script="ray start --address=10.0.0.1:6379\n")
     assert view(head).instance == view(worker).instance == "ray@10.0.0.1"
     assert dataclasses.replace(head, script=None).node == "h"
+
+
+def test_collect_reads_a_running_process_command_and_environment(monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HCCL_BUFFSIZE": "321", "HF_TOKEN": "secret"}
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "--port", "8111"], env=env)
+    try:
+        bundle = collect_here("p", pid=child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert bundle.command[-2:] == ("--port", "8111") and child.pid in bundle.own_pids
+    assert bundle.env["HCCL_BUFFSIZE"] == "321" and "HF_TOKEN" not in bundle.env
+
+
+def test_an_unknown_pid_names_the_flag():
+    with pytest.raises(WorkbenchError, match="--pid 999999"):
+        collect_here("p", pid=999_999)
