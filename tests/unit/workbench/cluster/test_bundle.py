@@ -18,13 +18,20 @@ HCCN = FIXTURES / "cluster" / "hccn"
 
 
 def test_collect_here_with_a_launch_script(tmp_path):
+    import os
+    import socket
+
     script = tmp_path / "launch.sh"
     script.write_text("export HCCL_BUFFSIZE=200\nvllm serve /m --port 8123 --data-parallel-size 2\n")
-    result = run_collect(CollectRequest(out=tmp_path / "n0.json", node="n0", script=script))
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        result = run_collect(CollectRequest(out=tmp_path / "n0.json", node="n0", script=script))
+        port = listening.getsockname()[1]
     bundle = read_bundle(result.paths[0])
     assert bundle.node == "n0" and bundle.source == "collected"
     assert bundle.stack["python"] and bundle.interfaces and "lo" in bundle.interfaces
-    assert any(p.port for p in bundle.ports or ())  # this machine listens on something (sshd, a pooled server, ...)
+    assert any(p.port == port and p.pid == os.getpid() for p in bundle.ports or ())
     settings = view(bundle)
     assert settings.env["HCCL_BUFFSIZE"] == "200" and settings.dp_size == 2 and settings.api_port == 8123
 
