@@ -12,6 +12,7 @@ Each request is checked when it is made (a WorkbenchError names the field and th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,13 +218,9 @@ class PlanRequest:
 def run_plan(request: PlanRequest) -> Plan:
     figures = load_figures(request.figures)
     chips = Chips.parse(request.chips, figures)
-    plan = make_plan(
-        model_facts(request.model),
-        chips,
-        Layout.parse(request.layout),
-        request.engine(chips.memory_bytes is None),
-        figures,
-    )
+    engine = request.engine(chips.memory_bytes is None)
+    plan = make_plan(model_facts(request.model), chips, Layout.parse(request.layout), engine, figures)
+    plan = dataclasses.replace(plan, model=str(request.model))  # as the user named it
     if request.out is not None:
         plan.write(request.out, provenance(model_dir=None))
     return plan
