@@ -69,6 +69,7 @@ class CollectResult:
                 else ("a launch script" if bundle.script else "no serve command")
             )
             lines.append(f"{bundle.node} ({bundle.host}): {hccn}; {command} -> {path}")
+            lines += [f"  note: {note}" for note in bundle.notes]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

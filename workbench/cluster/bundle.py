@@ -93,6 +93,7 @@ class NodeBundle:
     own_pids: tuple[int, ...] = ()  # the serving processes themselves (their own ports are no collision)
     clock_offset_s: float | None = None
     collected_at: float | None = None
+    notes: tuple[str, ...] = ()  # what the collector could not record, and why
 
     def __post_init__(self) -> None:
         if not self.node:
@@ -112,6 +113,7 @@ class NodeBundle:
         data["interfaces"] = None if self.interfaces is None else {k: list(v) for k, v in self.interfaces.items()}
         data["ports"] = None if self.ports is None else [p.to_dict() for p in self.ports]
         data["own_pids"] = list(self.own_pids)
+        data["notes"] = list(self.notes)
         return data
 
     @classmethod
@@ -125,6 +127,7 @@ class NodeBundle:
                 values["interfaces"] = {k: tuple(v) for k, v in values["interfaces"].items()}
             values["command"] = tuple(values.get("command") or ())
             values["own_pids"] = tuple(values.get("own_pids") or ())
+            values["notes"] = tuple(values.get("notes") or ())
             return cls(**values)
         except (TypeError, AttributeError) as exc:
             raise WorkbenchError(f"{where}: not a node bundle this workbench reads ({exc}); collect it again") from None

@@ -88,10 +88,11 @@ def serving_processes() -> list[psutil.Process]:
     return [p for p in found if p.info.get("ppid") not in pids]
 
 
-def _process(pid: int | None) -> psutil.Process | None:
+def _process(pid: int | None, *, strict: bool = True) -> tuple[psutil.Process | None, str | None]:
+    """The node's serving process and, when there is none to take, why (with `strict`, an error instead)."""
     if pid is not None:
         try:
-            return psutil.Process(pid)
+            return psutil.Process(pid), None
         except psutil.Error:
             raise WorkbenchError(
                 f"--pid {pid}: no such process on this node; `ps aux | grep vllm` shows the server"
@@ -99,8 +100,10 @@ def _process(pid: int | None) -> psutil.Process | None:
     found = serving_processes()
     if len(found) > 1:
         listed = "; ".join(f"{p.pid}: {' '.join(p.info['cmdline'])[:80]}" for p in found)
-        raise WorkbenchError(f"{len(found)} vLLM/Ray processes run here ({listed}); name the node's one with --pid")
-    return found[0] if found else None
+        if strict:
+            raise WorkbenchError(f"{len(found)} vLLM/Ray processes run here ({listed}); name the node's one with --pid")
+        return None, f"{len(found)} vLLM/Ray processes run here, no command recorded ({listed})"
+    return (found[0], None) if found else (None, "no vLLM serve or ray start process runs here")
 
 
 def interfaces() -> dict[str, tuple[str, ...]]:
@@ -131,11 +134,12 @@ def collect_here(
     script: str | None = None,
     ctx: MachineContext | None = None,
     hccn_conf: Path = HCCN_CONF,
+    strict: bool = True,
 ) -> NodeBundle:
     """This node's bundle; `pid` (else the one vLLM/Ray process found) gives the command and environment,
     `script` a launch script instead (its exports and serve line as written)."""
     ctx = ctx or MachineContext.from_environment(command_timeout_s=TOOL_TIMEOUT_S)
-    proc = None if script is not None and pid is None else _process(pid)
+    proc, note = (None, None) if script is not None and pid is None else _process(pid, strict=strict)
     try:
         command = tuple(proc.cmdline()) if proc else ()
         environ: Mapping[str, str] = proc.environ() if proc else ctx.environ
@@ -158,6 +162,7 @@ def collect_here(
         interfaces=interfaces(),
         ports=listening_ports(),
         own_pids=_family(proc) if proc else (),
+        notes=(note,) if note else (),
         collected_at=time.time(),
     )
 
@@ -218,8 +223,8 @@ def collect_from_files(node: str, directory: Path) -> NodeBundle:
 
 
 def _remote_collect(node: str | None, pid: int | None) -> dict[str, Any]:
-    """Runs on a Ray node: its bundle."""
-    return collect_here(node, pid=pid).to_dict()
+    """Runs on a Ray node: its bundle (several servers on the node: none of their commands, said in the notes)."""
+    return collect_here(node, pid=pid, strict=False).to_dict()
 
 
 def _remote_clock() -> float:
