@@ -12,6 +12,11 @@ Targets (issue 45): `check --cluster` on 16 node bundles in under 2 s; the plann
    its logged KV tokens per rank against `plan`'s, with VLLM_CPU_KVCACHE_SPACE=1 GiB as the recipes set it.
 
     .venv/bin/python benchmarks/bench_cluster.py [--runs 5] [--servers] [--json OUT]
+
+Measured here (7 Dec 2026, 2 cores shared with other jobs, load average ~10): `check --cluster` on the 16
+bundles 0.065-0.16 s (median of 5; reading the files 0.001 s, ratio 55-156): target met. Planner against vLLM:
+TP=1 262,144 tokens (vLLM 262,144), TP=2 524,288 per rank (vLLM 524,288), DP=2 262,144 per engine (both engines
+logged 262,144): 0.00 % off each.
 """
 
 from __future__ import annotations
