@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "backend",
                 "bisect",
                 "cluster",
+                "deploy",
                 "embedded_models",
                 "envcheck",
                 "evaluate",
