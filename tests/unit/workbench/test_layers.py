@@ -34,6 +34,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "accuracy",
                 "backend",
                 "bisect",
+                "cluster",
+                "deploy",
                 "embedded_models",
                 "envcheck",
                 "evaluate",
@@ -51,7 +53,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             }
         ),
     ),
-    ("interfaces", frozenset({"verbs", "cli"})),
+    ("interfaces", frozenset({"verbs", "cli", "cli_reference"})),
 )
 LAYER_OF = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
 PACKAGE = REPO_ROOT / "workbench"
