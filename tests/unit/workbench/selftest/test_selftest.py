@@ -66,10 +66,10 @@ def test_cann_error_codes_are_read_from_the_kernel_error():
 
 
 def test_a_cpu_selftest_lists_what_needs_hardware_and_checks_the_native_paths(tmp_path):
-    report = run_selftest(SelftestRequest(npu=True, ops=("rms_norm", "paged_decode_attention")))
+    report = run_selftest(SelftestRequest(npu=True, ops=("rms_norm", "rotary_embedding")))
     assert report.kernels and all(r.status is KernelStatus.SKIPPED for r in report.kernels)
     assert all("needs an Ascend NPU" in r.reason for r in report.kernels)
-    assert {r.item.op for r in report.native} == {"rms_norm", "paged_decode_attention"}
+    assert {r.item.op for r in report.native} == {"rms_norm", "rotary_embedding"}
     assert all(r.status is KernelStatus.RAN for r in report.native) and not report.failed
     assert report.serve.status is KernelStatus.SKIPPED and report.needs_hardware
     path = report.write(tmp_path / "selftest.json", {"created_at": "now"})
