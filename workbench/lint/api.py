@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ascend_backend.npu.config_table import MAIN, ConfigTable, config_table
-from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.platform.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 from workbench.lint import fix as fix_mod
 from workbench.lint.checkpoint import CheckpointFinding, findings_text, lint_checkpoint, verdicts

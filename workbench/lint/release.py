@@ -29,7 +29,7 @@ def _installed(name: str) -> str | None:
 
 
 def _from_stack(stack: Mapping[str, Any], source: str) -> tuple[str | None, str]:
-    from ascend_backend.npu.kernels.context import build_context, facts_from_stack
+    from ascend_backend.platform.kernels.context import build_context, facts_from_stack
 
     facts = facts_from_stack(stack)
     if facts.vllm_ascend:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ascend_backend.kv_cache.sizing import utilization_warning
-from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.platform.kinds import DeviceKind
 from workbench.recipes.cluster import ClusterSpec, cluster_dir
 from workbench.recipes.reader import Frozen, load_recipe_file, resolve_recipe_path, validate_recipe
 from workbench.settings import recipes_dir

@@ -312,7 +312,7 @@ def require_atb(recipe: ServingRecipe) -> None:
     one small kernel call. Skipped where torch_npu is not usable in this process (the server's own
     start then says why, classified by `workbench.serving.crash`).
     """
-    from ascend_backend.npu import device
+    from ascend_backend.platform import device
 
     status = device.atb_status()
     if device.npu_status().available and not status.available:

@@ -11,7 +11,6 @@ in order, joined by " + " (`calls` splits them): the W8A8 linears quantize the a
       fia_tnd_dense         npu_fused_infer_attention_score over fresh K/V, block_table None, sparse_mode 3
       fia_tnd_paged         ... over the paged cache viewed [blocks, block_size, kv_heads*head_size]
       fia_tnd_paged_nomask  ... the same without atten_mask and sparse_mode (A5 decode in v0.12.0rc1)
-      ..._tokens            FIA with pre_tokens=INT_MAX, next_tokens=0 as well (v0.19.1rc1-v0.21.0rc1)
     rotary:
       atb_rope              _npu_rotary_embedding, in place on copies; one cos/sin cache per process
       apply_rotary_pos_emb  npu_apply_rotary_pos_emb with cos/sin gathered per token ([1, T, 1, D])
@@ -42,31 +41,26 @@ CALL_SEPARATOR = " + "
 RECIPES: dict[str, dict[str, str]] = {
     "reshape_and_cache": {
         "atb_reshape_and_cache": "_npu_reshape_and_cache",
-        "scatter_pa_kv_cache": "npu_scatter_pa_kv_cache",
         "scatter_pa_kv_cache_norm": "npu_scatter_pa_kv_cache",
     },
     "prefill_attention": {
         "atb_flash_attention": "_npu_flash_attention",
         "fia_tnd_dense": "npu_fused_infer_attention_score",
-        "fia_tnd_dense_tokens": "npu_fused_infer_attention_score",
         "fusion_attention_dense": "npu_fusion_attention",
     },
     "prefill_cache_hit_attention": {
         "atb_flash_attention_qlens": "_npu_flash_attention_qlens",
         "atb_splitfuse": "_npu_paged_attention_splitfuse",
         "fia_tnd_paged": "npu_fused_infer_attention_score",
-        "fia_tnd_paged_tokens": "npu_fused_infer_attention_score",
     },
     "paged_decode_attention": {
         "atb_paged_attention": "_npu_paged_attention",
         "fia_tnd_paged": "npu_fused_infer_attention_score",
-        "fia_tnd_paged_tokens": "npu_fused_infer_attention_score",
         "fia_tnd_paged_nomask": "npu_fused_infer_attention_score",
     },
     "chunked_prefill_attention": {
         "atb_splitfuse": "_npu_paged_attention_splitfuse",
         "fia_tnd_paged": "npu_fused_infer_attention_score",
-        "fia_tnd_paged_tokens": "npu_fused_infer_attention_score",
     },
     "rotary_embedding": {
         "atb_rope": "_npu_rotary_embedding",

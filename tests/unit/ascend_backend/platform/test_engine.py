@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 from packaging.version import Version
 
-from ascend_backend.npu import kernels
-from ascend_backend.npu.kernels import ChipFamily, GraphMode, SelectionContext, facts_from_vllm_config, selection
-from ascend_backend.npu.kernels import engine as engine_mod
+from ascend_backend.platform import kernels
+from ascend_backend.platform.kernels import ChipFamily, GraphMode, SelectionContext, facts_from_vllm_config, selection
+from ascend_backend.platform.kernels import engine as engine_mod
 
 
 class CUDAGraphMode(enum.Enum):  # vLLM's names (vllm/config/compilation.py); values do not matter here

@@ -22,7 +22,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ascend_backend.npu.kernels.recipes import RECIPES, kernel_of
+from ascend_backend.platform.kernels.recipes import RECIPES, kernel_of
 
 TABLE_FILE = "kernel_table.json"
 RELEASES_FILE = "vllm_ascend_releases.json"

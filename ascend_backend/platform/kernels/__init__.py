@@ -1,6 +1,6 @@
 """Which torch_npu kernel each op runs: the kernel-selection table, read from vllm-ascend's source per release.
 
-    from ascend_backend.npu import kernels
+    from ascend_backend.platform import kernels
     kernels.active_context().describe()     # release, chip, CANN, graph mode, and how each was found
     kernels.choose("paged_decode_attention") # KernelChoice(kernel, recipe, row, reason)
     kernels.set_provider(get_vllm_config)    # inside vLLM: the engine's graph mode, pa_shape_list, architecture
@@ -10,10 +10,10 @@ The NPU adapters (`ascend_backend.npu.adapters`, through the guard of `ascend_ba
 context or pins a recipe.
 """
 
-from ascend_backend.npu.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family
-from ascend_backend.npu.kernels.engine import EngineFacts, engine_facts, facts_from_vllm_config, set_provider
-from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, REFUSED, STATES, calls, kernel_of, label
-from ascend_backend.npu.kernels.selection import (
+from ascend_backend.platform.kernels.context import OVERRIDE_VAR, SelectionContext, StackFacts, chip_family
+from ascend_backend.platform.kernels.engine import EngineFacts, engine_facts, facts_from_vllm_config, set_provider
+from ascend_backend.platform.kernels.recipes import NATIVE, RECIPES, REFUSED, STATES, calls, kernel_of, label
+from ascend_backend.platform.kernels.selection import (
     TYPICAL_CALL,
     CallFacts,
     KernelChoice,
@@ -24,7 +24,7 @@ from ascend_backend.npu.kernels.selection import (
     kernels_typical,
     select,
 )
-from ascend_backend.npu.kernels.table import ChipFamily, GraphMode, KernelRow, chip_support, kernel_table, releases
+from ascend_backend.platform.kernels.table import ChipFamily, GraphMode, KernelRow, chip_support, kernel_table, releases
 
 __all__ = [
     "NATIVE",

@@ -6,10 +6,12 @@ same citations (ascend_backend/data/kernel_table.json).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from packaging.version import Version
 
-from ascend_backend.npu.kernels import (
+from ascend_backend.platform.kernels import (
     CallFacts,
     ChipFamily,
     GraphMode,
@@ -19,7 +21,7 @@ from ascend_backend.npu.kernels import (
     releases,
     select,
 )
-from ascend_backend.npu.kernels.recipes import RECIPES, STATES
+from ascend_backend.platform.kernels.recipes import RECIPES, STATES
 
 ATTENTION = list(STATES)
 TYPICAL = CallFacts(head_size=128, rotary_dim=128, neox=True, mrope_section=(16, 24, 24))
@@ -187,11 +189,41 @@ def test_prefill_cache_hit_before_the_state_existed():
 
 def test_cache_write_by_chip_and_release():
     assert select("reshape_and_cache", ctx("0.11.0"), TYPICAL).recipe == "atb_reshape_and_cache"
-    assert select("reshape_and_cache", ctx("0.12.0rc1", ChipFamily.A5), TYPICAL).recipe == "scatter_pa_kv_cache"
-    assert select("reshape_and_cache", ctx("0.19.1rc1", ChipFamily.A5), TYPICAL).recipe == "scatter_pa_kv_cache"
+    # A5 at v0.12.0rc1-v0.19.1rc1: vllm-ascend's call without cache_mode writes PA_NZ into the ND cache on the
+    # torch_npu these releases pin (op-plugin 7.2.0/7.3.0 ScatterPaKvCacheNpuOpApi.cpp:33): native, not that call.
+    for release in ("0.12.0rc1", "0.19.1rc1"):
+        choice = select("reshape_and_cache", ctx(release, ChipFamily.A5), TYPICAL)
+        assert choice.recipe == "native" and choice.row.id == "cache_write.a5_scatter" and "PA_NZ" in choice.row.differs
     assert select("reshape_and_cache", ctx("0.20.2rc1", ChipFamily.A5), TYPICAL).recipe == "scatter_pa_kv_cache_norm"
     assert select("reshape_and_cache", ctx("0.24.0rc1", ChipFamily.A3), TYPICAL).recipe == "atb_reshape_and_cache"
     assert select("reshape_and_cache", ctx("0.25.1rc1", ChipFamily.A3), TYPICAL).recipe == "scatter_pa_kv_cache_norm"
+
+
+def test_vllm_ascends_own_qwen_models_rotate_with_apply_rotary_pos_emb_at_v091():
+    # models/qwen3.py@v0.9.1:168 and qwen2.py@v0.9.1:94 hand cos/sin to rope_forward_oot (is_cos_sin_cached),
+    # which calls npu_apply_rotary_pos_emb for neox 128/128 (ops/rotary_embedding.py@v0.9.1:73).
+    for arch in ("Qwen2ForCausalLM", "Qwen3ForCausalLM"):
+        context = replace(ctx("0.9.1"), architecture=arch)
+        assert select("rotary_embedding", context, TYPICAL).recipe == "apply_rotary_pos_emb"
+    other = replace(ctx("0.9.1"), architecture="LlamaForCausalLM")
+    assert select("rotary_embedding", other, TYPICAL).recipe == "atb_rope"
+    assert (
+        select("rotary_embedding", replace(ctx("0.9.2rc1"), architecture="Qwen3ForCausalLM"), TYPICAL).recipe
+        == "atb_rope"
+    )
+
+
+def test_fia_rows_at_v019_to_v021_make_the_causal_call():
+    # The *_tokens rows cited attention_v1.py@v0.19.1rc1:916, the attention-sinks branch; the causal call (:944)
+    # passes no pre_tokens/next_tokens: the plain FIA recipes serve those releases.
+    for op in (
+        "prefill_attention",
+        "prefill_cache_hit_attention",
+        "paged_decode_attention",
+        "chunked_prefill_attention",
+    ):
+        for release in ("0.19.1rc1", "0.21.0rc1"):
+            assert select(op, ctx(release), TYPICAL).recipe in ("fia_tnd_dense", "fia_tnd_paged"), (op, release)
 
 
 def test_rotary_kernel_per_release_and_shape():

@@ -12,10 +12,10 @@ import types
 
 import pytest
 
-import ascend_backend.npu.device as device_mod
-from ascend_backend.npu import kernels
-from ascend_backend.npu.device import classify_atb_load, classify_npu_import_error
-from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
+import ascend_backend.platform.device as device_mod
+from ascend_backend.platform import kernels
+from ascend_backend.platform.device import classify_atb_load, classify_npu_import_error
+from ascend_backend.platform.kinds import NpuStatus, NpuUnavailable
 
 NNAL_MESSAGE = (
     "Please check that the nnal package is installed. Please run 'source set_env.sh' in the NNAL installation path."

@@ -23,8 +23,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ascend_backend.npu.kernels.recipes import RECIPES, kernel_of
-from ascend_backend.npu.kernels.table import ChipFamily, GraphMode, ReleaseInfo, releases
+from ascend_backend.platform.kernels.recipes import RECIPES, kernel_of
+from ascend_backend.platform.kernels.table import ChipFamily, GraphMode, ReleaseInfo, releases
 
 # Device names -> families. vllm-ascend decides by soc_version (vllm_ascend/utils.py@v0.13.0
 # get_ascend_device_type: 220-225 A2, 250-255 A3, 200-205 310P, 260 A5); the names below are the SoC

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from ascend_backend.npu import device
-from ascend_backend.npu.device import classify_npu_import_error
-from ascend_backend.npu.kinds import DeviceKind, NpuUnavailable
+from ascend_backend.platform import device
+from ascend_backend.platform.device import classify_npu_import_error
+from ascend_backend.platform.kinds import DeviceKind, NpuUnavailable
 from tests.conftest import FIXTURES
 
 ERRORS = FIXTURES / "ascend"
@@ -52,7 +52,7 @@ def test_kind_of(name, kind):
 
 
 def test_disable_env_var_short_circuits_the_import():
-    code = "import ascend_backend.npu.device as d; s = d.npu_status(); print(s.kind.name)"
+    code = "import ascend_backend.platform.device as d; s = d.npu_status(); print(s.kind.name)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

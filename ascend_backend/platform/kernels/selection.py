@@ -1,6 +1,6 @@
 """Choose the kernel for an op: the first table row that matches the stack and the call, or native with a reason.
 
-    from ascend_backend.npu.kernels import CallFacts, choose
+    from ascend_backend.platform.kernels import CallFacts, choose
     choice = choose("paged_decode_attention", CallFacts(head_size=128))
     choice.kernel, choice.recipe, choice.row.citation
     # ('npu_fused_infer_attention_score', 'fia_tnd_paged',
@@ -23,8 +23,8 @@ from importlib import metadata
 from typing import Any
 
 from ascend_backend import envs
-from ascend_backend.npu import device
-from ascend_backend.npu.kernels.context import (
+from ascend_backend.platform import device
+from ascend_backend.platform.kernels.context import (
     OVERRIDE_VAR,
     SelectionContext,
     StackFacts,
@@ -32,9 +32,9 @@ from ascend_backend.npu.kernels.context import (
     build_context,
     facts_from_stack,
 )
-from ascend_backend.npu.kernels.engine import EngineFacts, engine_facts
-from ascend_backend.npu.kernels.recipes import NATIVE, RECIPES, REFUSED, calls, kernel_of
-from ascend_backend.npu.kernels.table import GraphMode, KernelRow, chip_support, rows_for, torchair
+from ascend_backend.platform.kernels.engine import EngineFacts, engine_facts
+from ascend_backend.platform.kernels.recipes import NATIVE, RECIPES, REFUSED, calls, kernel_of
+from ascend_backend.platform.kernels.table import GraphMode, KernelRow, chip_support, rows_for, torchair
 
 # Graph modes in which vllm-ascend runs the model outside the per-op path the table describes.
 WHOLE_MODEL_MODES = {

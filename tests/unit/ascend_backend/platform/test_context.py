@@ -6,10 +6,10 @@ import pytest
 from packaging.version import Version
 
 from ascend_backend import envs
-from ascend_backend.npu import kernels
-from ascend_backend.npu.kernels import ChipFamily, GraphMode, StackFacts, chip_family
-from ascend_backend.npu.kernels.context import apply_override, build_context, facts_from_stack
-from ascend_backend.npu.kernels.recipes import RECIPES
+from ascend_backend.platform import kernels
+from ascend_backend.platform.kernels import ChipFamily, GraphMode, StackFacts, chip_family
+from ascend_backend.platform.kernels.context import apply_override, build_context, facts_from_stack
+from ascend_backend.platform.kernels.recipes import RECIPES
 from ascend_backend.registry import REGISTRY
 
 

@@ -15,7 +15,7 @@ duck-typed (no vLLM import: ascend_backend installs with torch alone):
 - `model_config.architectures[0]` (the model's architecture, a table condition).
 
 The vLLM plugin registers `current_vllm_config` as the provider (`set_provider`), so inside the engine
-`ascend_backend.npu.kernels.active_context()` uses the engine's mode; outside it the mode comes from
+`ascend_backend.platform.kernels.active_context()` uses the engine's mode; outside it the mode comes from
 ASCEND_BACKEND_KERNELS or the caller (`ascend-workbench kernels --graph-mode`).
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ascend_backend.npu.kernels.table import GraphMode
+from ascend_backend.platform.kernels.table import GraphMode
 
 _PROVIDER: Callable[[], Any] | None = None
 _SEEN: EngineFacts | None = None  # the engine's facts once read: its config does not change within a process

@@ -2,7 +2,7 @@
 
 Why a module of its own: a process that only reads configuration (the workbench's recipe reader, a
 scheduler) names devices without loading torch, so these names must import without it. The probe that
-fills them in (`ascend_backend.npu.device`) does import torch; this module never does (a test imports it
+fills them in (`ascend_backend.platform.device`) does import torch; this module never does (a test imports it
 in a fresh interpreter and checks that `torch` stays out of `sys.modules`).
 """
 
@@ -27,6 +27,7 @@ class NpuUnavailable(str, enum.Enum):
     DISABLED = "disabled by ASCEND_BACKEND_DISABLE_NPU"
     NOT_INSTALLED = "torch_npu not installed"
     CANN_NOT_SOURCED = "CANN libraries not found"
+    DRIVER_MISSING = "Ascend driver libraries not found"
     ATB_MISSING = "NNAL/ATB library missing or mismatched"
     TORCH_MISMATCH = "torch and torch_npu are not a matching pair"
     NO_DEVICE = "torch_npu imports but no NPU is visible"

@@ -3,7 +3,10 @@
 Why one module: on a machine without CANN an installed torch_npu breaks imports in surprising places
 (torch's backend autoload imports it inside `import torch`). Keeping the import here means the
 failure is caught once, classified, and kept as a reason the environment checks and notebooks can
-show ("libascendcl.so missing: CANN's set_env.sh was not sourced"), instead of a traceback.
+show ("libascendcl.so missing: CANN's set_env.sh was not sourced"; "libascend_hal.so missing: the driver
+is not mounted"), instead of a traceback. When torch's own autoload tried torch_npu first, the failure it
+met is the evidence (`ascend_backend.platform.autoload`, installed by `import ascend_backend`, keeps
+`import torch` alive and records it); the probe classifies that text and never imports torch_npu twice.
 
 NNAL/ATB is checked separately (`atb_status()`): op-plugin loads its ATB kernels (`torch_npu._npu_*`, the
 cache write and paged attention of most vllm-ascend releases) lazily, so `import torch_npu` succeeds
@@ -23,7 +26,8 @@ from types import ModuleType
 import torch
 
 from ascend_backend import envs
-from ascend_backend.npu.kinds import DeviceKind, NpuStatus, NpuUnavailable
+from ascend_backend.platform import autoload
+from ascend_backend.platform.kinds import DeviceKind, NpuStatus, NpuUnavailable
 
 ATB_FIX = (
     "install the NNAL package matching your CANN version and source /usr/local/Ascend/nnal/atb/set_env.sh "
@@ -36,25 +40,39 @@ _NNAL_MESSAGE = re.compile(
     r"check (that )?the nnal package|check the version of the nnal|lib(op_plugin_)?atb\.so", re.I
 )
 _CANN_LIBS = re.compile(r"lib(ascendcl|hccl|opapi|ge_runner|runtime|acl_op_compiler|nnopbase)\w*\.so")
+# The driver's user-space library (/usr/local/Ascend/driver/lib64/driver): missing when a container runs
+# without the driver mounted (vllm-ascend #1440: "libascend_hal.so: cannot open shared object file" then
+# torch's "Failed to load the backend extension: torch_npu"; DeepLink-org/dlinfer #47, a docker build).
+_DRIVER_LIBS = re.compile(r"libascend_hal\w*\.so")
+CANN_FIX = (
+    "source /usr/local/Ascend/ascend-toolkit/set_env.sh (or $ASCEND_HOME_PATH/set_env.sh) in the shell that "
+    "starts Python; in containers also mount /usr/local/Ascend/driver"
+)
+DRIVER_FIX = (
+    "mount the Ascend driver into the container (-v /usr/local/Ascend/driver:/usr/local/Ascend/driver and the "
+    "devices /dev/davinci*, /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc), then source CANN's set_env.sh, "
+    "which puts the driver's lib64 on LD_LIBRARY_PATH; on a bare host install the driver (`npu-smi info` lists the "
+    "cards when it works)"
+)
 
 
 def classify_npu_import_error(text: str) -> NpuStatus:
     """Map the text of a failed `import torch_npu` to a cause and a fix.
 
-    Signatures come from real reports (see shared/samples/ascend/error_*.txt): a missing CANN shared
-    library means set_env.sh was not sourced; an undefined `atb::` symbol means NNAL/ATB is absent or
+    Signatures come from real reports (tests/fixtures/ascend/error_*.txt): a missing CANN shared library
+    means set_env.sh was not sourced; a missing libascend_hal.so means the driver is not there (a container
+    started without the driver mounted); an undefined `atb::` symbol means NNAL/ATB is absent or
     from another CANN; an undefined `c10::` symbol or a version complaint means torch_npu was built for a
     different torch.
     """
     last = text.strip().splitlines()[-1] if text.strip() else text
-    if _CANN_LIBS.search(text) and "cannot open shared object" in text:
-        lib = _CANN_LIBS.search(text).group(0)
+    missing = "cannot open shared object" in text
+    if missing and (driver := _DRIVER_LIBS.search(text)):
         return NpuStatus(
-            NpuUnavailable.CANN_NOT_SOURCED,
-            f"{lib}: cannot open shared object file",
-            "source /usr/local/Ascend/ascend-toolkit/set_env.sh (or $ASCEND_HOME_PATH/set_env.sh) in the "
-            "shell that starts Python; in containers also mount /usr/local/Ascend/driver",
+            NpuUnavailable.DRIVER_MISSING, f"{driver.group(0)}: cannot open shared object file", DRIVER_FIX
         )
+    if missing and (cann := _CANN_LIBS.search(text)):
+        return NpuStatus(NpuUnavailable.CANN_NOT_SOURCED, f"{cann.group(0)}: cannot open shared object file", CANN_FIX)
     if re.search(r"undefined symbol: _ZN\w*3atb", text):
         return NpuStatus(NpuUnavailable.ATB_MISSING, _first_line_with(text, "undefined symbol"), ATB_FIX)
     if _NNAL_MESSAGE.search(text):
@@ -80,6 +98,9 @@ def _load_torch_npu() -> tuple[ModuleType | None, NpuStatus]:
     # Cached: importing torch_npu is slow and its outcome cannot change within a process.
     if envs.ASCEND_BACKEND_DISABLE_NPU:
         return None, NpuStatus(NpuUnavailable.DISABLED, "ASCEND_BACKEND_DISABLE_NPU=1", "unset it")
+    failed = autoload.failure()
+    if failed is not None:  # torch's autoload already tried, in `import torch`; its error is the evidence
+        return None, classify_npu_import_error(failed)
     if importlib.util.find_spec("torch_npu") is None:
         return None, NpuStatus(
             NpuUnavailable.NOT_INSTALLED,
