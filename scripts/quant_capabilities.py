@@ -1,4 +1,4 @@
-"""Write or check `ascend_backend/data/quant_capabilities.json`: what vllm-ascend's loader accepts, per release tag.
+"""Write or check `workbench/truth/data/quant_capabilities.json`: what vllm-ascend's loader accepts, per release tag.
 
 Each row of the table is one capability (a quant type on a layer kind, a KV-cache layout, a lookup the
 loader makes, a compressed-tensors rule) and, per tag, whether the loader supports it and the line of
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 TAGS = ("v0.9.1", "v0.11.0", "v0.13.0", "v0.18.0", "v0.23.0", "v0.25.1rc1", "main")
-OUT = Path(__file__).resolve().parent.parent / "ascend_backend" / "data" / "quant_capabilities.json"
+OUT = Path(__file__).resolve().parent.parent / "workbench" / "truth" / "data" / "quant_capabilities.json"
 Q = "vllm_ascend/quantization/"
 M = Q + "methods/"
 MS = Q + "modelslim_config.py"  # v0.18.0 onward

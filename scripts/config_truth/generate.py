@@ -3,9 +3,9 @@
     python scripts/config_truth/generate.py --mirror /work/.mirror/vllm-project+vllm-ascend/repo
     python scripts/config_truth/generate.py --mirror ... --check     # exit 1 when a rerun would change them
 
-Writes `ascend_backend/data/vllm_ascend_config.json` (every environment variable, `additional_config`
+Writes `workbench/truth/data/vllm_ascend_config.json` (every environment variable, `additional_config`
 key and platform rule of vllm-ascend as spans over the matrix tags and main) and
-`ascend_backend/data/vllm_envs.json` (vLLM's variables, flags and compilation_config keys for each vLLM
+`workbench/truth/data/vllm_envs.json` (vLLM's variables, flags and compilation_config keys for each vLLM
 version the matrix pairs with a release). What is read from the source is read by `envs_reader` and
 `additional_reader`; what a reader cannot see (a platform rewrite, a rename across sections, a change
 of meaning, who owns a foreign name) is in `curated.yaml`, where every entry carries an anchor the
@@ -35,7 +35,7 @@ from mirror import Mirror  # noqa: E402
 from vllm_sources import SourceError, read_version  # noqa: E402
 
 ROOT = HERE.parent.parent
-DATA = ROOT / "ascend_backend" / "data"
+DATA = ROOT / "workbench" / "truth" / "data"
 MATRIX = ROOT / "recipes" / "matrices" / "vllm-ascend.yaml"
 CONFIG_OUT = DATA / "vllm_ascend_config.json"
 VLLM_OUT = DATA / "vllm_envs.json"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ascend_backend.npu.config_table import MAIN, ConfigTable, config_table
+from workbench.truth.table import MAIN, ConfigTable, config_table
 from ascend_backend.npu.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 from workbench.lint import fix as fix_mod

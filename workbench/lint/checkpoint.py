@@ -8,7 +8,7 @@ PATH is a checkpoint directory or a `quant_model_description.json` alone. The li
 description and config.json, the safetensors *headers* (names, dtypes, shapes: 8 bytes + a JSON
 header per file), and the values of the scale tensors only (a few KB: NaN and all-zero scales are
 findings). What the loader accepts per tag comes from the capability table
-`ascend_backend/data/quant_capabilities.json`, every cell cited `file@tag:line` in vllm-ascend's source
+`workbench/truth/data/quant_capabilities.json`, every cell cited `file@tag:line` in vllm-ascend's source
 and checked against the mirror by `scripts/quant_capabilities.py`. Real cases behind the rules
 (vllm-project/vllm-ascend issues): #8367 lm_head.weight, #5794 an MTP layer without entries, #6481 /
 #7076 dense W4A16, #8770 W4A8 group size, #13713 W4A8 linear on main, #2144 C8 tensor names, #6980 NaN
@@ -62,7 +62,7 @@ class CheckpointFinding:
 
 @cache
 def capability_table() -> dict[str, Any]:
-    path = resources.files("ascend_backend") / "data" / "quant_capabilities.json"
+    path = resources.files("workbench.truth") / "data" / "quant_capabilities.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

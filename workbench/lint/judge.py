@@ -1,6 +1,6 @@
 """Judge each setting of a serving command against one vllm-ascend release (docs/METHOD.md §2, §16).
 
-The facts are the config-truth table (`ascend_backend.npu.config_table`): what the release's source
+The facts are the config-truth table (`workbench.truth.table`): what the release's source
 reads, where, with which type and default, and the platform's rules. One finding per setting, in a
 fixed order of questions:
 
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ascend_backend.npu.config_table import (
+from workbench.truth.table import (
     MAIN,
     ConfigTable,
     Rule,

@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from ascend_backend.npu.config_table import MAIN, ConfigTable
+from workbench.truth.table import MAIN, ConfigTable
 from workbench.errors import WorkbenchError
 from workbench.lint.judge import Target
 

@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "serving",
                 "sweep",
                 "triage",
+                "truth",
                 "twin",
             }
         ),

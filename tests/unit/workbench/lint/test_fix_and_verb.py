@@ -73,7 +73,7 @@ def test_upgrade_lists_what_changes():
 
 
 def test_release_basis_names_where_the_release_came_from():
-    from ascend_backend.npu.config_table import config_table
+    from workbench.truth.table import config_table
 
     table = config_table()
     assert resolve_target(table, "v0.12.5").tag == "v0.12.0rc1"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_backend.npu.config_table import MAIN, SettingKind, config_table
+from workbench.truth.table import MAIN, SettingKind, config_table
 
 SNAPSHOT = json.loads(
     (Path(__file__).resolve().parents[3] / "fixtures" / "config_truth" / "envs_per_tag.json").read_text()
