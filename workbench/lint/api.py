@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.truth.table import MAIN, ConfigTable, config_table
 from ascend_backend.npu.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 from workbench.lint import fix as fix_mod
@@ -26,6 +25,7 @@ from workbench.lint.findings import Finding, FindingKind
 from workbench.lint.judge import Target, judge
 from workbench.lint.release import resolve_target, vllm_for_tag
 from workbench.results.verdict import Verdict
+from workbench.truth.table import MAIN, ConfigTable, config_table
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -35,8 +35,20 @@ from workbench.errors import WorkbenchError
 DESCRIPTION_FILE = "quant_model_description.json"
 SEVERITY_ORDER = {"pass": 0, "warning": 1, "error": 2}
 # msmodelslim's description keys that describe the model, not a tensor (ascend_backend.quantization.msmodelslim)
-MODEL_KEYS = frozenset({"model_quant_type", "version", "group_size", "kv_quant_type", "kv_cache_type", "fa_quant_type",
-                        "indexer_quant_type", "reduce_quant_type", "metadata", "optional"})  # fmt: skip
+MODEL_KEYS = frozenset(
+    {
+        "model_quant_type",
+        "version",
+        "group_size",
+        "kv_quant_type",
+        "kv_cache_type",
+        "fa_quant_type",
+        "indexer_quant_type",
+        "reduce_quant_type",
+        "metadata",
+        "optional",
+    }
+)
 LINEAR = re.compile(r"^(?P<stem>.*\.(?:self_attn|mlp|attn))\.(?P<leaf>\w+_proj)$")
 FUSED = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 
@@ -160,8 +172,9 @@ def read_checkpoint(path: Path) -> _Checkpoint:
     elif path.is_dir():
         root, description_file = path, path / DESCRIPTION_FILE
     else:
-        raise WorkbenchError(f"--checkpoint {path}: no such file or directory; give a checkpoint directory or its "
-                             f"{DESCRIPTION_FILE}")  # fmt: skip
+        raise WorkbenchError(
+            f"--checkpoint {path}: no such file or directory; give a checkpoint directory or its {DESCRIPTION_FILE}"
+        )
     description, error = _json_file(description_file) if description_file.is_file() else (None, None)
     config = _json_file(root / "config.json")[0] if (root / "config.json").is_file() else None
     tensors: dict[str, tuple[str, tuple[int, ...], Path]] = {}
@@ -208,11 +221,21 @@ class _Judge:
         self.ckpt, self.tag, self.basis = ckpt, tag, basis
         self.findings: list[CheckpointFinding] = []
 
-    def add(self, setting: str, value: str, row: str | None, finding: str, severity: str, reason: str, fix: str,
-            cite: str | None = None) -> None:  # fmt: skip
+    def add(
+        self,
+        setting: str,
+        value: str,
+        row: str | None,
+        finding: str,
+        severity: str,
+        reason: str,
+        fix: str,
+        cite: str | None = None,
+    ) -> None:
         cite = cite or (_cell(row, self.tag)["cite"] if row else "")
-        self.findings.append(CheckpointFinding(setting, value, self.tag, self.basis, finding, severity, reason, fix,
-                                               cite))  # fmt: skip
+        self.findings.append(
+            CheckpointFinding(setting, value, self.tag, self.basis, finding, severity, reason, fix, cite)
+        )
 
     def supported(self, row: str) -> bool:
         return bool(_cell(row, self.tag)["supported"])
@@ -227,14 +250,26 @@ def _format_rules(j: _Judge) -> None:
     quant = ckpt.quantization_config
     ct = quant is not None and quant.get("quant_method") == "compressed-tensors"
     if ckpt.description is not None and ct:
-        j.add(f"{DESCRIPTION_FILE} + config.json:quantization_config", "both", "detect.ascend_first", "two_formats",
-              "warning", "the directory holds an msmodelslim description and a compressed-tensors config; vllm-ascend "
-              "loads it as 'ascend' from the description and ignores config.json's quantization_config",
-              "keep one format: delete quantization_config from config.json, or the description file")  # fmt: skip
+        j.add(
+            f"{DESCRIPTION_FILE} + config.json:quantization_config",
+            "both",
+            "detect.ascend_first",
+            "two_formats",
+            "warning",
+            "the directory holds an msmodelslim description and a compressed-tensors config; vllm-ascend "
+            "loads it as 'ascend' from the description and ignores config.json's quantization_config",
+            "keep one format: delete quantization_config from config.json, or the description file",
+        )
     if ct and ckpt.description is None and not j.supported("format.compressed_tensors"):
-        j.add("config.json:quantization_config.quant_method", "compressed-tensors", "format.compressed_tensors",
-              "format_unsupported", "error", f"vllm-ascend {j.tag} serves only the 'ascend' (msmodelslim) format",
-              "re-export with `ascend-workbench quantize --format msmodelslim`, or deploy v0.13.0 or newer")  # fmt: skip
+        j.add(
+            "config.json:quantization_config.quant_method",
+            "compressed-tensors",
+            "format.compressed_tensors",
+            "format_unsupported",
+            "error",
+            f"vllm-ascend {j.tag} serves only the 'ascend' (msmodelslim) format",
+            "re-export with `ascend-workbench quantize --format msmodelslim`, or deploy v0.13.0 or newer",
+        )
 
 
 def _msmodelslim_rules(j: _Judge) -> None:
@@ -249,17 +284,37 @@ def _msmodelslim_rules(j: _Judge) -> None:
         row = f"linear.{kind}"
         setting, value = f"{DESCRIPTION_FILE}:{names[0]}", f"{kind} ({len(names)} linears)"
         if not any(r["id"] == row for r in capability_table()["rows"]):
-            j.add(setting, value, None, "unknown_type", "warning",
-                  f"{kind} is not in the capability table; the loader may not know it",
-                  "check the release's quantization methods", _cell("linear.W8A8", j.tag)["cite"])  # fmt: skip
+            j.add(
+                setting,
+                value,
+                None,
+                "unknown_type",
+                "warning",
+                f"{kind} is not in the capability table; the loader may not know it",
+                "check the release's quantization methods",
+                _cell("linear.W8A8", j.tag)["cite"],
+            )
         elif not j.supported(row):
-            j.add(setting, value, row, "linear_type_unsupported", "error",
-                  f"vllm-ascend {j.tag} has no {kind} method for a dense linear", _type_fix(kind))  # fmt: skip
+            j.add(
+                setting,
+                value,
+                row,
+                "linear_type_unsupported",
+                "error",
+                f"vllm-ascend {j.tag} has no {kind} method for a dense linear",
+                _type_fix(kind),
+            )
     if "lm_head.weight" not in description and not j.supported("lookup.lm_head_guarded"):
-        j.add(f"{DESCRIPTION_FILE}:lm_head.weight", "absent", "lookup.lm_head_guarded", "lm_head_entry_missing",
-              "error", f"vLLM builds lm_head with the quantization config (tied or not) and vllm-ascend {j.tag} looks "
-              "up quant_description['lm_head.weight']: KeyError at start-up",
-              'add "lm_head.weight": "FLOAT" to the description (ascend-workbench quantize writes it)')  # fmt: skip
+        j.add(
+            f"{DESCRIPTION_FILE}:lm_head.weight",
+            "absent",
+            "lookup.lm_head_guarded",
+            "lm_head_entry_missing",
+            "error",
+            f"vLLM builds lm_head with the quantization config (tied or not) and vllm-ascend {j.tag} looks "
+            "up quant_description['lm_head.weight']: KeyError at start-up",
+            'add "lm_head.weight": "FLOAT" to the description (ascend-workbench quantize writes it)',
+        )
     _missing_entries(j, entries)
     _fused_rules(j, entries)
     _w4a8_rules(j, description, entries)
@@ -280,11 +335,16 @@ def _missing_entries(j: _Judge, entries: Mapping[str, str]) -> None:
     stored = [n for n, (dtype, shape, _) in j.ckpt.tensors.items() if n.endswith(".weight") and len(shape) == 2]
     missing = [n for n in stored if LINEAR.match(n[: -len(".weight")]) and n not in entries]
     if missing:
-        j.add(f"{DESCRIPTION_FILE}:{missing[0]}", f"absent ({len(missing)} linear weights without an entry)",
-              "lookup.linear_entry", "linear_entry_missing", "error",
-              f"vllm-ascend {j.tag} looks up every linear's '<prefix>.weight' in the description (an MTP or extra "
-              f"layer the exporter skipped raises KeyError), e.g. {missing[0]}",
-              "re-export the description with every layer, or add the missing entries (FLOAT if left unquantized)")  # fmt: skip
+        j.add(
+            f"{DESCRIPTION_FILE}:{missing[0]}",
+            f"absent ({len(missing)} linear weights without an entry)",
+            "lookup.linear_entry",
+            "linear_entry_missing",
+            "error",
+            f"vllm-ascend {j.tag} looks up every linear's '<prefix>.weight' in the description (an MTP or extra "
+            f"layer the exporter skipped raises KeyError), e.g. {missing[0]}",
+            "re-export the description with every layer, or add the missing entries (FLOAT if left unquantized)",
+        )
 
 
 def _fused_rules(j: _Judge, entries: Mapping[str, str]) -> None:
@@ -294,10 +354,16 @@ def _fused_rules(j: _Judge, entries: Mapping[str, str]) -> None:
             kinds = {leaf: entries.get(f"{stem}.{leaf}.weight") for leaf in group}
             present = {k: v for k, v in kinds.items() if v is not None}
             if len(set(present.values())) > 1:
-                j.add(f"{DESCRIPTION_FILE}:{stem}.{group[0]}.weight", json.dumps(present), "fused.same_type",
-                      "fused_types_differ", "error", f"vLLM fuses {'/'.join(group)} into one layer; vllm-ascend "
-                      f"{j.tag} raises 'Not all shards ... same quant type'",
-                      "give the fused shards one type (keep all of them FLOAT or all quantized)")  # fmt: skip
+                j.add(
+                    f"{DESCRIPTION_FILE}:{stem}.{group[0]}.weight",
+                    json.dumps(present),
+                    "fused.same_type",
+                    "fused_types_differ",
+                    "error",
+                    f"vLLM fuses {'/'.join(group)} into one layer; vllm-ascend "
+                    f"{j.tag} raises 'Not all shards ... same quant type'",
+                    "give the fused shards one type (keep all of them FLOAT or all quantized)",
+                )
 
 
 def _w4a8_rules(j: _Judge, description: Mapping[str, Any], entries: Mapping[str, str]) -> None:
@@ -314,11 +380,16 @@ def _w4a8_rules(j: _Judge, description: Mapping[str, Any], entries: Mapping[str,
         expected = in_features // group if in_features else None
         if expected is not None and second[1][-1] != expected:
             stored_group = in_features // second[1][-1] if second[1][-1] else 0
-            j.add(f"{DESCRIPTION_FILE}:group_size", str(description.get("group_size", "absent (256)")),
-                  "w4a8.group_size_default", "w4a8_group_size_mismatch", "error",
-                  f"{name[:-7]}.weight_scale_second has {second[1][-1]} groups (group size {stored_group}); "
-                  f"vllm-ascend {j.tag} allocates {expected} from group_size {group}: a shape error at load",
-                  f'write "group_size": {stored_group} into the description')  # fmt: skip
+            j.add(
+                f"{DESCRIPTION_FILE}:group_size",
+                str(description.get("group_size", "absent (256)")),
+                "w4a8.group_size_default",
+                "w4a8_group_size_mismatch",
+                "error",
+                f"{name[:-7]}.weight_scale_second has {second[1][-1]} groups (group size {stored_group}); "
+                f"vllm-ascend {j.tag} allocates {expected} from group_size {group}: a shape error at load",
+                f'write "group_size": {stored_group} into the description',
+            )
             return
 
 
@@ -343,13 +414,23 @@ def _c8_rules(j: _Judge, description: Mapping[str, Any]) -> None:
     for key, row, tensors, expected in layouts:
         if not j.supported(row):
             other = "kv.c8_cache_scale" if row == "kv.c8_antiquant" else "kv.c8_antiquant"
-            hint = ("this release reads C8 as kv_cache_type with k_proj/v_proj.kv_cache_scale" if j.supported(
-                "kv.c8_cache_scale") else "this release reads C8 as kv_quant_type with key/value_antiquant_scale"
-                if j.supported("kv.c8_antiquant") else "this release has no C8 KV cache")  # fmt: skip
-            j.add(f"{DESCRIPTION_FILE}:{key}", "C8", row, "c8_layout_unsupported", "error",
-                  f"vllm-ascend {j.tag} does not read C8 written as {key} ({expected}): {hint}",
-                  "export C8 in the layout of the release you deploy (see the loader line), or drop C8",
-                  _cell(other if j.supported(other) else row, j.tag)["cite"])  # fmt: skip
+            hint = (
+                "this release reads C8 as kv_cache_type with k_proj/v_proj.kv_cache_scale"
+                if j.supported("kv.c8_cache_scale")
+                else "this release reads C8 as kv_quant_type with key/value_antiquant_scale"
+                if j.supported("kv.c8_antiquant")
+                else "this release has no C8 KV cache"
+            )
+            j.add(
+                f"{DESCRIPTION_FILE}:{key}",
+                "C8",
+                row,
+                "c8_layout_unsupported",
+                "error",
+                f"vllm-ascend {j.tag} does not read C8 written as {key} ({expected}): {hint}",
+                "export C8 in the layout of the release you deploy (see the loader line), or drop C8",
+                _cell(other if j.supported(other) else row, j.tag)["cite"],
+            )
         elif not tensors and j.ckpt.tensors:
             j.add(
                 f"{DESCRIPTION_FILE}:{key}",
@@ -369,19 +450,30 @@ def _compressed_tensors_rules(j: _Judge) -> None:
     for name, group in sorted((quant.get("config_groups") or {}).items()):
         inputs = (group or {}).get("input_activations") or {}
         if inputs and not inputs.get("dynamic") and inputs.get("strategy") == "tensor" and not inputs.get("symmetric"):
-            j.add(f"config.json:quantization_config.config_groups.{name}.input_activations.symmetric", "false",
-                  "ct.static_symmetric_only", "ct_static_asymmetric", "error",
-                  f"vllm-ascend {j.tag} maps a static compressed-tensors group to W8A8 only when its inputs are "
-                  "symmetric; this group has a zero point and finds no scheme",
-                  "re-quantize with symmetric static inputs (ascend-workbench quantize does by default)")  # fmt: skip
+            j.add(
+                f"config.json:quantization_config.config_groups.{name}.input_activations.symmetric",
+                "false",
+                "ct.static_symmetric_only",
+                "ct_static_asymmetric",
+                "error",
+                f"vllm-ascend {j.tag} maps a static compressed-tensors group to W8A8 only when its inputs are "
+                "symmetric; this group has a zero point and finds no scheme",
+                "re-quantize with symmetric static inputs (ascend-workbench quantize does by default)",
+            )
 
 
 def _scale_rules(j: _Judge, bad: Sequence[tuple[str, str]]) -> None:
     for name, what in bad:
         file = j.ckpt.tensors[name][2].name
-        j.add(f"{file}:{name}", what, "scales.weight_scale", "bad_scale", "error",
-              "the kernel multiplies by this scale: NaN spreads to every output it touches, zero silences the layer",
-              "re-run calibration (a layer whose inputs were all zero or held NaN), or keep the layer FLOAT")  # fmt: skip
+        j.add(
+            f"{file}:{name}",
+            what,
+            "scales.weight_scale",
+            "bad_scale",
+            "error",
+            "the kernel multiplies by this scale: NaN spreads to every output it touches, zero silences the layer",
+            "re-run calibration (a layer whose inputs were all zero or held NaN), or keep the layer FLOAT",
+        )
 
 
 def lint_checkpoint(path: str | Path, release: str | None = None, basis: str | None = None) -> list[CheckpointFinding]:
@@ -389,16 +481,24 @@ def lint_checkpoint(path: str | Path, release: str | None = None, basis: str | N
     `basis` says why that release (the lint verb's release resolution); it is carried on every finding."""
     ckpt = read_checkpoint(Path(path))
     if ckpt.description is None and ckpt.description_error is None and ckpt.quantization_config is None:
-        raise WorkbenchError(f"--checkpoint {path}: neither {DESCRIPTION_FILE} nor a quantization_config in "
-                             "config.json; this is not a quantized checkpoint")  # fmt: skip
+        raise WorkbenchError(
+            f"--checkpoint {path}: neither {DESCRIPTION_FILE} nor a quantization_config in "
+            "config.json; this is not a quantized checkpoint"
+        )
     bad = _bad_scales(ckpt) if ckpt.tensors else []
     findings: list[CheckpointFinding] = []
     for tag, why in resolve_release(release, basis):
         j = _Judge(ckpt, tag, why)
         if ckpt.description_error is not None:
-            j.add(DESCRIPTION_FILE, ckpt.description_error, "format.description_file", "description_not_json", "error",
-                  f"vllm-ascend json-loads the description at start-up: {ckpt.description_error}",
-                  "fix the JSON (real exports often carry a trailing comma) and lint again")  # fmt: skip
+            j.add(
+                DESCRIPTION_FILE,
+                ckpt.description_error,
+                "format.description_file",
+                "description_not_json",
+                "error",
+                f"vllm-ascend json-loads the description at start-up: {ckpt.description_error}",
+                "fix the JSON (real exports often carry a trailing comma) and lint again",
+            )
         else:
             _format_rules(j)
             if ckpt.description is not None:
@@ -426,6 +526,8 @@ def findings_text(findings: Sequence[CheckpointFinding]) -> str:
         return "no findings: the checkpoint loads at every release judged"
     lines = []
     for f in findings:
-        lines.append(f"[{f.severity}] {f.release}: {f.setting} = {f.value}\n    {f.reason}\n    fix: {f.fix}\n"
-                     f"    loader: {f.cite}")  # fmt: skip
+        lines.append(
+            f"[{f.severity}] {f.release}: {f.setting} = {f.value}\n    {f.reason}\n    fix: {f.fix}\n"
+            f"    loader: {f.cite}"
+        )
     return "\n".join(lines)

@@ -16,9 +16,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from workbench.truth.table import MAIN, ConfigTable
 from workbench.errors import WorkbenchError
 from workbench.lint.judge import Target
+from workbench.truth.table import MAIN, ConfigTable
 
 
 def _installed(name: str) -> str | None:

@@ -129,6 +129,7 @@ class Rule:
     unless: tuple[Condition, ...]
     also: tuple[Condition, ...]  # every one must hold too (known_broken entries)
     models: tuple[str, ...]  # only for model names containing one of these (empty: any model)
+    multimodal: bool | None  # only for multimodal (True) or text-only (False) models; None: any
     reason: str
     evidence: tuple[str, ...]
     spans: tuple[Span, ...]
@@ -322,6 +323,7 @@ def config_table() -> ConfigTable:
             unless=tuple(Condition.from_dict(c) for c in item.get("unless") or ()),
             also=tuple(Condition.from_dict(c) for c in item.get("also") or ()),
             models=tuple(str(m).lower() for m in item.get("model") or ()),
+            multimodal=item.get("multimodal"),
             reason=item.get("reason", ""),
             evidence=tuple(item.get("evidence") or ()),
             spans=_spans(item["spans"], tags, f"{CONFIG_FILE} rule {item['id']!r}"),

@@ -30,9 +30,11 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "source", nargs="?", metavar="RECIPE_OR_SCRIPT",
+        "source",
+        nargs="?",
+        metavar="RECIPE_OR_SCRIPT",
         help="a serving recipe (.yaml), a shell script, '-' for standard input, or the command in quotes",
-    )  # fmt: skip
+    )
     parser.add_argument("--release", metavar="TAG", help="the vllm-ascend release, e.g. v0.11.0, 0.13.0rc1 or main")
     parser.add_argument("--to", metavar="TAG", help="also lint at TAG and list what changes on that upgrade")
     parser.add_argument(
@@ -46,10 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--all", action="store_true", help="show ok and foreign settings too (default: only findings)")
     parser.add_argument(
-        "--checkpoint", type=Path, metavar="PATH",
+        "--checkpoint",
+        type=Path,
+        metavar="PATH",
         help="lint a quantized checkpoint directory (or its quant_model_description.json) instead: will the "
         "release load it? Without --release (and no vllm-ascend here), every tag of the capability table",
-    )  # fmt: skip
+    )
     parser.set_defaults(handler=run)
 
 
@@ -144,8 +148,14 @@ def run_checkpoint(args: argparse.Namespace, stack) -> int:
         json.dump(records, sys.stdout, indent=1)
         print()
     else:
-        print(f"checkpoint {args.checkpoint}: " + (f"release {release} ({basis})" if release else
-                                                   "every tag of the capability table (name one with --release)"))  # fmt: skip
+        print(
+            f"checkpoint {args.checkpoint}: "
+            + (
+                f"release {release} ({basis})"
+                if release
+                else "every tag of the capability table (name one with --release)"
+            )
+        )
         print(findings_text(findings))
         if release is None:
             print("verdict per tag: " + ", ".join(f"{tag} {v}" for tag, v in verdicts(findings).items()))
