@@ -105,9 +105,10 @@ def test_the_lint_verb_takes_a_checkpoint(corpus, capsys):
     from workbench import cli
 
     assert cli.main(["lint", "--checkpoint", str(corpus["ms_w8a16"]), "--release", "v0.11.0", "--json"]) == 1
-    records = json.loads(capsys.readouterr().out)
-    assert {r["finding"] for r in records} == {"linear_type_unsupported"}
-    assert all(r["release"] == "v0.11.0" and r["release_basis"] for r in records)
+    document = json.loads(capsys.readouterr().out)
+    assert document["kind"] == "lint" and document["release"] == "v0.11.0"
+    assert {r["finding"] for r in document["findings"]} == {"linear_type_unsupported"}
+    assert all(r["release"] == "v0.11.0" and r["release_basis"] for r in document["findings"])
     assert cli.main(["lint", "--checkpoint", str(corpus["ms_w8a16"]), "--release", "0.13.0"]) == 0
     assert "no findings" in capsys.readouterr().out
     assert cli.main(["lint", "--checkpoint", str(corpus["ms_lm_head_missing"])]) == 1
