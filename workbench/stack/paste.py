@@ -1,0 +1,256 @@
+"""The stack a pasted environment report states, however it was pasted (docs/METHOD.md §2, §14).
+
+Bug reports carry versions in every shape: vllm-ascend's `collect_env.py` output (whole, or crashed
+halfway after the npu-smi table and the CANN info), `npu-smi info` (often cut off mid-table, or without
+its header), `ascend_toolkit_install.info` / `version.info`, `pip list` / `pip freeze` / `pip show`,
+`env` dumps whose paths carry a version (`/usr/local/Ascend/cann-8.5.1`), and free text: "CANN: 8.0.0",
+"驱动：25.5.0", "vllm-ascend ==0.7.3rc1", a markdown table, an image tag `vllm-ascend:v0.19.1rc1-310p`,
+a package file name `driver_25.5.2_linux-aarch64`. Pastes come markdown-wrapped, inside `<details>`, with
+lines a browser wrapped or joined, and with Chinese full-width colons.
+
+`read_paste` reads all of them at once and keeps, per version key, what the most structured source says
+(a collect_env field over a pip line over a free-text line). Keys are the stack fingerprint's names
+(`torch`, `torch_npu`, `vllm`, `vllm_ascend`, `transformers`, `python`, `cann_toolkit`, `driver`,
+`firmware`, `chip`, `triton_ascend`); `missing` names what a triage would want and the paste does not say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# What a triage wants to know first (docs/METHOD.md §2: the versions that move in lock-step).
+WANTED = ("torch", "torch_npu", "vllm", "vllm_ascend", "cann_toolkit", "driver")
+
+# A version as packages and Ascend components write it: 2.5.1, 0.7.3rc1, 2.5.1.post1, 2.10.0+cpu,
+# 0.9.1+empty, 8.1.RC1.alpha001, 8.5.0.B100, 25.0.rc1.1, 9.1.0-beta.1, 0.11.0rc1.dev, 3.2.0.dev20260105.
+VERSION = r"v?\d+(?:\.\d+)*(?:(?:[.\-]?(?:rc|RC|post|dev|alpha|beta|B|T)\d*)|(?:\.\d+))*(?:\+[A-Za-z0-9.]+)?"
+_VERSION = re.compile(VERSION)
+_CHIP = re.compile(r"(?i)\b(?:ascend[\s_-]?)?((?:910|310|950)[0-9A-Za-z]*(?:-\d)?|Ascend910(?:_\d+)?)\b")
+
+# Names people give each component -> the key. Matched on the normalised name (lowercase, [-_ ] removed).
+ALIASES = {
+    "torch": ("torch", "pytorch", "pytorchversion"),
+    "torch_npu": ("torchnpu", "ptorchnpu"),
+    "vllm": ("vllm", "vlllm", "vllmversion"),
+    "vllm_ascend": ("vllmascend", "vllmascendversion"),
+    "transformers": ("transformers",),
+    "python": ("python", "pythonversion"),
+    "cann_toolkit": ("cann", "cannversion", "cann包版本", "cann版本", "canntoolkit", "ascendtoolkit"),
+    "driver": ("driver", "驱动", "驱动版本", "hdk", "ascendhdk", "npudriver"),
+    "firmware": ("firmware", "固件", "固件版本"),
+    "triton_ascend": ("tritonascend",),
+    "chip": ("npu", "chip", "chips", "硬件", "hardware", "芯片", "device", "soc"),
+}
+_KEY_OF = {alias: key for key, aliases in ALIASES.items() for alias in aliases}
+# Sources, most structured first: a later source never overwrites an earlier one's key.
+RANKS = ("collect_env", "pip", "npu_smi", "install_info", "image", "summary", "paths")
+
+
+@dataclass(frozen=True)
+class PastedStack:
+    versions: dict[str, str]  # key -> version as written (rc spacing and a leading 'v' removed)
+    sources: dict[str, str]  # key -> which kind of text it came from
+    missing: tuple[str, ...]  # of WANTED, what the paste does not state
+
+    def describe(self) -> str:
+        said = ", ".join(f"{k} {v}" for k, v in self.versions.items()) or "no versions"
+        return said + (f"; not stated: {', '.join(self.missing)}" if self.missing else "")
+
+
+def clean(text: str) -> list[str]:
+    """The paste's lines without markdown fences, HTML tags, list bullets and shell prompts."""
+    lines = []
+    for raw in text.replace("\r", "").splitlines():
+        line = re.sub(r"</?(details|summary|pre|code|br)[^>]*>", " ", raw)
+        line = line.replace("```text", " ").replace("```", " ").replace("`", "")
+        line = re.sub(r"^\s*(?:[-*•]|\d+\.)\s+", "", line)
+        lines.append(line.rstrip())
+    return lines
+
+
+def _norm_name(name: str) -> str:
+    return re.sub(r"[\s_\-:：.]+", "", name.strip().lower())
+
+
+def _version(text: str) -> str | None:
+    """The first version in `text`, normalised: 'v0.7.3 rc1' -> '0.7.3rc1', '8.3rc2' kept."""
+    joined = re.sub(r"(\d)\s+(rc\d+)", r"\1\2", text, flags=re.I)
+    match = _VERSION.search(joined)
+    return match.group(0).lstrip("vV") if match and re.search(r"\d\.\d|\d{2,}", match.group(0)) else None
+
+
+def _chip(text: str) -> str | None:
+    match = _CHIP.search(text)
+    return match.group(1) if match else None
+
+
+def _value_for(key: str, text: str) -> str | None:
+    return _chip(text) if key == "chip" else _version(text)
+
+
+# -- the sources ------------------------------------------------------------------------------------------
+
+
+def _collect_env(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """collect_env's own fields ('PyTorch version: 2.5.1', upstream's 'PyTorch version : 2.7.1+cpu'), also
+    when a browser joined them onto one line."""
+    fields = {
+        "torch": r"PyTorch version",
+        "python": r"Python version",
+        "vllm": r"vLLM Version",
+        "vllm_ascend": r"vLLM Ascend Version",
+    }
+    for line in lines:
+        for key, label in fields.items():
+            match = re.search(rf"{label}\s*:\s*([^\s]+)", line)
+            if match and _version(match.group(1)):
+                yield key, _version(match.group(1))
+
+
+_PIP_LINE = re.compile(
+    r"^(?:\[(?:pip3?|conda)\]\s*)?([A-Za-z][\w.-]*)\s*(?:==|\s{2,}|\s+\(|\s+in\s.*\()\s*(" + VERSION + r")"
+)
+_PIP_IN = re.compile(r"^([A-Za-z][\w.-]*) in \S+ \((" + VERSION + r")\)")
+
+
+def _pip(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """[pip3] torch-npu==2.5.1, freeze lines, `pip list` columns, `pip show` Name/Version pairs, and pip's
+    'torch-npu in /path (2.4.0.post2)'."""
+    shown: str | None = None
+    for line in lines:
+        text = line.strip()
+        show_name = re.match(r"^Name:\s*(\S+)", text)
+        if show_name:
+            shown = show_name.group(1)
+            continue
+        show_version = re.match(r"^Version:\s*(\S+)", text)
+        if show_version and shown:
+            key = _KEY_OF.get(_norm_name(shown))
+            if key:
+                yield key, _version(show_version.group(1)) or show_version.group(1)
+            shown = None
+            continue
+        match = _PIP_IN.match(text) or _PIP_LINE.match(text)
+        if match:
+            key = _KEY_OF.get(_norm_name(match.group(1)))
+            if key and key != "chip":
+                yield key, match.group(2).lstrip("v")
+
+
+_NPU_SMI_HEADER = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)")
+_CHIP_ROW = re.compile(r"^\|\s*\d+\s+([A-Za-z]*\d[\w-]*)\s*\|\s*(?:OK|Warning|Alarm|Critical|UNKNOWN)", re.I)
+
+
+def _npu_smi(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """The header's driver version and the chip name of the table's rows, from any fragment of the table
+    (tabs, missing separators, a table cut off mid-row)."""
+    for line in lines:
+        header = _NPU_SMI_HEADER.search(line)
+        if header:
+            yield "driver", header.group(2)
+        row = _CHIP_ROW.match(line.replace("\t", " ").strip())
+        if row:
+            yield "chip", row.group(1)
+
+
+def _install_info(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """ascend_toolkit_install.info (package_name=Ascend-cann-toolkit, version=...), version.cfg, a driver's or
+    firmware's version.info after a `cat .../driver/version.info`."""
+    package = None
+    for line in lines:
+        text = line.strip()
+        name = re.match(r"^package_name\s*=\s*(\S+)", text)
+        if name:
+            package = name.group(1).lower()
+            continue
+        value = re.match(r"^[Vv]ersion\s*=\s*(\S+)", text)
+        if value and package and "toolkit" in package:
+            yield "cann_toolkit", value.group(1)
+        running = re.match(r"^toolkit_running_version=\[[^:\]]+:([^\]]+)\]", text)
+        if running:
+            yield "cann_toolkit", running.group(1)
+
+
+_IMAGE = re.compile(r"vllm-ascend:v?(" + VERSION + r")(?=[-\s]|$)")
+
+
+def _image(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """An image tag names the release it ships: quay.io/ascend/vllm-ascend:v0.19.1rc1-openeuler."""
+    for line in lines:
+        for match in _IMAGE.finditer(line):
+            yield "vllm_ascend", match.group(1).lstrip("v")
+
+
+def _summary(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """Free text: 'CANN: 8.0.0', '驱动：25.5.0', 'vllm-ascend ==0.7.3rc1', '| vLLM | 0.23.0 |', 'torch 2.5.1',
+    several on one line ('vllm-ascend 0.9.1-dev torch 2.5.1 hdk 25.1.rc2 cann 8.2.rc1')."""
+    for line in lines:
+        text = line.strip().strip("|").strip()
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.count("|") >= 2 else []
+        if len(cells) >= 2:
+            key = _KEY_OF.get(_norm_name(cells[0]))
+            value = _value_for(key, cells[1]) if key else None
+            if key and value:
+                yield key, value
+            continue
+        for name, rest in _name_value_pairs(text):
+            key = _KEY_OF.get(_norm_name(name))
+            value = _value_for(key, rest) if key else None
+            if key and value:
+                yield key, value
+        driver_file = re.search(r"driver_(" + VERSION + r")_linux", text)
+        if driver_file:
+            yield "driver", driver_file.group(1)
+        firmware_file = re.search(r"firmware_(" + VERSION + r")", text)
+        if firmware_file:
+            yield "firmware", firmware_file.group(1)
+
+
+_PAIR = re.compile(
+    r"(?P<name>[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff-]*(?: [A-Za-z]+)?)\s*(?:[:：=]+|==|\s)\s*\[?(?P<value>v?\d[^\s,，;；)\]|]*(?: rc\d+)?)"
+)
+
+
+def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
+    for match in _PAIR.finditer(text):
+        yield match.group("name"), match.group("value")
+    # 'NPU: 910B4', '硬件：910B3', 'Hardware | Ascend 910B3 ×8': a chip is a name, not a version
+    chip = re.match(r"^(?P<name>[A-Za-z\u4e00-\u9fff]+)\s*[:：]\s*(?P<value>.*(?:910|310|950).*)$", text)
+    if chip:
+        yield chip.group("name"), chip.group("value")
+
+
+_VERSIONED_PATH = re.compile(r"/Ascend/(?:cann|ascend-toolkit)[-/](" + VERSION + r")(?=/|$|:)")
+
+
+def _paths(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """An env dump's paths name the CANN they point into: ASCEND_HOME_PATH=/usr/local/Ascend/cann-8.5.1."""
+    for line in lines:
+        for match in _VERSIONED_PATH.finditer(line):
+            yield "cann_toolkit", match.group(1)
+
+
+SOURCES = {
+    "collect_env": _collect_env,
+    "pip": _pip,
+    "npu_smi": _npu_smi,
+    "install_info": _install_info,
+    "image": _image,
+    "summary": _summary,
+    "paths": _paths,
+}
+
+
+def read_paste(text: str) -> PastedStack:
+    """Every version the paste states, with the source each came from, and what it does not state."""
+    lines = clean(text)
+    versions: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for rank in RANKS:
+        for key, value in SOURCES[rank](lines):
+            if key not in versions and value:
+                versions[key], sources[key] = value, rank
+    missing = tuple(key for key in WANTED if key not in versions)
+    return PastedStack(versions, sources, missing)
