@@ -152,8 +152,11 @@ class LintResult:
 
     def text(self, show_all: bool = False) -> str:
         if self.report is None:
-            return checkpoint_text(self)
-        return report_text(self, show_all)
+            assert self.request.checkpoint is not None
+            findings = list(self.checkpoint)
+            return checkpoint_text(self.request.checkpoint, findings, self.checkpoint_release, self.checkpoint_basis)
+        fix = None if self.fix_diff is None or self.request.fix is None else (self.request.fix, self.fix_diff)
+        return report_text(self.report, self.upgrade, fix, show_all)
 
 
 def run_lint(request: LintRequest, stdin: TextIO | None = None) -> LintResult:

@@ -9,25 +9,32 @@ from typing import TYPE_CHECKING, Any
 from workbench.lint.checkpoint import findings_text, verdicts
 
 if TYPE_CHECKING:
-    from workbench.lint.api import LintResult
+    from pathlib import Path
+
+    from workbench.lint.checkpoint import CheckpointFinding
     from workbench.lint.findings import Finding
-    from workbench.lint.reports import UpgradeReport
+    from workbench.lint.reports import LintReport, UpgradeReport
 
 BLOCK_INDENT = " " * 10
 
 
-def report_text(result: LintResult, show_all: bool = False) -> str:
-    report = result.report
+def report_text(
+    report: LintReport,
+    upgrade: UpgradeReport | None = None,
+    fix: tuple[Path, str] | None = None,
+    show_all: bool = False,
+) -> str:
+    """`fix`: where the migrated copy went and its diff ('' when nothing changed)."""
     lines = [report.headline()]
     shown = [f for f in report.findings if show_all or f.severity.value != "pass"]
     if not shown:
         lines.append("no findings: every setting is read as written" + ("" if show_all else " (--all lists them)"))
     lines += [finding_block(f) for f in shown]
-    if result.upgrade is not None:
-        lines += ["", *upgrade_lines(result.upgrade)]
-    if result.fix_diff is not None:
-        out = result.request.fix
-        lines += [result.fix_diff or f"{out}: nothing to migrate (written unchanged)", f"wrote {out}"]
+    if upgrade is not None:
+        lines += ["", *upgrade_lines(upgrade)]
+    if fix is not None:
+        out, diff = fix
+        lines += [diff or f"{out}: nothing to migrate (written unchanged)", f"wrote {out}"]
     return "\n".join(lines)
 
 
@@ -57,15 +64,15 @@ def upgrade_lines(upgrade: UpgradeReport) -> list[str]:
     return lines
 
 
-def checkpoint_text(result: LintResult) -> str:
-    where = f"checkpoint {result.request.checkpoint}: "
-    if result.checkpoint_release:
-        where += f"release {result.checkpoint_release} ({result.checkpoint_basis})"
+def checkpoint_text(checkpoint: Path, findings: list[CheckpointFinding], release: str | None, basis: str | None) -> str:
+    where = f"checkpoint {checkpoint}: "
+    if release:
+        where += f"release {release} ({basis})"
     else:
         where += "every tag of the capability table (name one with --release)"
-    lines = [where, findings_text(list(result.checkpoint))]
-    if result.checkpoint_release is None:
-        per_tag = verdicts(list(result.checkpoint))
+    lines = [where, findings_text(findings)]
+    if release is None:
+        per_tag = verdicts(findings)
         lines.append("verdict per tag: " + ", ".join(f"{tag} {v}" for tag, v in per_tag.items()))
     return "\n".join(lines)
 

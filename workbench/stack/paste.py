@@ -38,7 +38,7 @@ ALIASES = {
     "transformers": ("transformers",),
     "python": ("python", "pythonversion"),
     "cann_toolkit": ("cann", "cannversion", "cann包版本", "cann版本", "canntoolkit", "ascendtoolkit"),
-    "driver": ("driver", "驱动", "驱动版本", "hdk", "ascendhdk", "npudriver"),
+    "driver": ("driver", "驱动", "驱动版本", "hdk", "ascendhdk", "npudriver", "npusmi"),
     "firmware": ("firmware", "固件", "固件版本"),
     "triton_ascend": ("tritonascend",),
     "chip": ("npu", "chip", "chips", "硬件", "hardware", "芯片", "device", "soc"),
@@ -214,12 +214,25 @@ _PAIR = re.compile(
 
 
 def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
+    # 'torch & torch-npu==2.5.1': one value for every name joined by '&'
+    shared = re.match(r"^([\w.-]+(?:\s*&\s*[\w.-]+)+)\s*(?:==|[:：=])\s*(" + VERSION + ")", text)
+    if shared:
+        for name in re.split(r"\s*&\s*", shared.group(1)):
+            yield name, shared.group(2)
     for match in _PAIR.finditer(text):
-        yield match.group("name"), match.group("value")
+        yield _known_tail(match.group("name")), match.group("value")
     # 'NPU: 910B4', '硬件：910B3', 'Hardware | Ascend 910B3 ×8': a chip is a name, not a version
     chip = re.match(r"^(?P<name>[A-Za-z\u4e00-\u9fff]+)\s*[:：]\s*(?P<value>.*(?:910|310|950).*)$", text)
     if chip:
         yield chip.group("name"), chip.group("value")
+
+
+def _known_tail(name: str) -> str:
+    """'物理机部署CANN' -> 'CANN': words run together in Chinese prose end with the component's name."""
+    if _norm_name(name) in _KEY_OF:
+        return name
+    tail = re.search(r"[A-Za-z][\w-]*$", name)
+    return tail.group(0) if tail and _norm_name(tail.group(0)) in _KEY_OF else name
 
 
 _VERSIONED_PATH = re.compile(r"/Ascend/(?:cann|ascend-toolkit)[-/](" + VERSION + r")(?=/|$|:)")

@@ -5,12 +5,13 @@ Every code and signature of a block is a candidate; the one with the highest pri
 around it; numeric codes are more specific than message codes, and torch_npu's ERRxxxxx only says which
 layer called). A block whose codes have no entry is described from the codes' own grammar (class,
 module, range), so an unknown code still comes out with its code, its meaning as far as the digits go,
-and its block — never as a bare "unknown".
+and its block — never as a bare "unknown". A setting the serving stack refused (`config_refused`) is handed
+to `lint` (`refusals`): the fix is lint's finding on that setting at the release the log shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workbench.triage.blocks import ErrorBlock
 from workbench.triage.codes import CodeKind, ErrorCode, describe
@@ -109,7 +110,7 @@ def diagnose(block: ErrorBlock, kb: KnowledgeBase) -> Diagnosis:
     else:
         meaning, basis = block.exception or "an error without an Ascend code", "no Ascend error code"
     verify = (entry.verify if entry and entry.verify else family.verify).command(op)
-    return Diagnosis(
+    diagnosis = Diagnosis(
         kind=kind,
         basis=basis,
         code=code,
@@ -126,3 +127,15 @@ def diagnose(block: ErrorBlock, kb: KnowledgeBase) -> Diagnosis:
         known=best is not None,
         evidence=_evidence(block, best),
     )
+    return _with_lint(diagnosis, block) if kind is FailureKind.CONFIG_REFUSED else diagnosis
+
+
+def _with_lint(diagnosis: Diagnosis, block: ErrorBlock) -> Diagnosis:
+    """A refused setting's diagnosis with lint's finding as the fix, when the log names the setting."""
+    from workbench.triage.refusals import lint_advice
+
+    advice = lint_advice(block.text)
+    if advice is None:
+        return diagnosis
+    verify = f"ascend-workbench lint YOUR_COMMAND --release {advice.release}"
+    return replace(diagnosis, fix=advice.text(), verify=verify, basis=f"{diagnosis.basis}; lint: {advice.setting}")

@@ -47,6 +47,7 @@ class VerifyStep(str, enum.Enum):
     BISECT = "bisect"  # feature-by-feature enabling; target: a feature of recipes/features/ascend.yaml
     RECIPE = "recipe"  # change a serving-recipe key (target: e.g. engine.enforce_eager), then smoke
     SMOKE = "smoke"  # the first request on a server started from the recipe
+    LINT = "lint"  # judge the serving command at its release (no target: the command the user ran)
 
 
 class Verify(Frozen):
@@ -63,6 +64,8 @@ class Verify(Frozen):
             return "ascend-workbench compare-ops" + (f" --op {chosen}" if chosen else "")
         if self.step is VerifyStep.BISECT:
             return "ascend-workbench bisect --recipe RECIPE" + (f" (feature {self.target})" if self.target else "")
+        if self.step is VerifyStep.LINT:
+            return "ascend-workbench lint YOUR_COMMAND_OR_RECIPE --release TAG"
         if self.step is VerifyStep.RECIPE:
             return f"change {self.target} in the serving recipe, then ascend-workbench smoke --recipe RECIPE"
         return "ascend-workbench smoke --recipe RECIPE"
