@@ -74,6 +74,19 @@ def _norm_name(name: str) -> str:
     return re.sub(r"[\s_\-:：.]+", "", name.strip().lower())
 
 
+# words people add after a component's name: 'Transformers version', 'NPU type', 'CANN包版本'
+_NAME_SUFFIXES = ("version", "versions", "type", "model", "版本", "型号")
+
+
+def _key_of(name: str) -> str | None:
+    """The version key a name stands for, with or without a trailing 'version' / 'type'."""
+    norm = _norm_name(name)
+    if norm in _KEY_OF:
+        return _KEY_OF[norm]
+    stem = next((norm[: -len(s)] for s in _NAME_SUFFIXES if norm.endswith(s) and len(norm) > len(s)), None)
+    return _KEY_OF.get(stem) if stem else None
+
+
 def _version(text: str) -> str | None:
     """The first version in `text`, normalised: 'v0.7.3 rc1' -> '0.7.3rc1', '8.3rc2' kept."""
     joined = re.sub(r"(\d)\s+(rc\d+)", r"\1\2", text, flags=re.I)
@@ -127,14 +140,14 @@ def _pip(lines: list[str]) -> Iterator[tuple[str, str]]:
             continue
         show_version = re.match(r"^Version:\s*(\S+)", text)
         if show_version and shown:
-            key = _KEY_OF.get(_norm_name(shown))
+            key = _key_of(shown)
             if key:
                 yield key, _version(show_version.group(1)) or show_version.group(1)
             shown = None
             continue
         match = _PIP_IN.match(text) or _PIP_LINE.match(text)
         if match:
-            key = _KEY_OF.get(_norm_name(match.group(1)))
+            key = _key_of(match.group(1))
             if key and key != "chip":
                 yield key, match.group(2).lstrip("v")
 
@@ -171,16 +184,25 @@ def _install_info(lines: list[str]) -> Iterator[tuple[str, str]]:
         running = re.match(r"^toolkit_running_version=\[[^:\]]+:([^\]]+)\]", text)
         if running:
             yield "cann_toolkit", running.group(1)
+        # a CANN component's version.info: Version= is the inner build (7.8.T5.0.B028), version_dir= the
+        # release name people state (8.2.RC1), as workbench.stack.infofiles reads an installed one
+        release = re.match(r"^version_dir\s*=\s*(\S+)", text)
+        if release:
+            yield "cann_toolkit", release.group(1)
 
 
-_IMAGE = re.compile(r"vllm-ascend:v?(" + VERSION + r")(?=[-\s]|$)")
+_IMAGE = re.compile(r"vllm-ascend:v?(" + VERSION + r")(?=[-\s\u4e00-\u9fff]|$)")
+# '090rc2': a release written without its dots (0.9.0rc2), as people shorten an image tag
+_DOTLESS = re.compile(r"(\d)(\d)(\d)((?:rc|post)\d+)?")
 
 
 def _image(lines: list[str]) -> Iterator[tuple[str, str]]:
     """An image tag names the release it ships: quay.io/ascend/vllm-ascend:v0.19.1rc1-openeuler."""
     for line in lines:
         for match in _IMAGE.finditer(line):
-            yield "vllm_ascend", match.group(1).lstrip("v")
+            tag = match.group(1).lstrip("v")
+            dotless = _DOTLESS.fullmatch(tag)
+            yield "vllm_ascend", ".".join(dotless.groups()[:3]) + (dotless.group(4) or "") if dotless else tag
 
 
 def _summary(lines: list[str]) -> Iterator[tuple[str, str]]:
@@ -190,13 +212,13 @@ def _summary(lines: list[str]) -> Iterator[tuple[str, str]]:
         text = line.strip().strip("|").strip()
         cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.count("|") >= 2 else []
         if len(cells) >= 2:
-            key = _KEY_OF.get(_norm_name(cells[0]))
+            key = _key_of(cells[0])
             value = _value_for(key, cells[1]) if key else None
             if key and value:
                 yield key, value
             continue
         for name, rest in _name_value_pairs(text):
-            key = _KEY_OF.get(_norm_name(name))
+            key = _key_of(name)
             value = _value_for(key, rest) if key else None
             if key and value:
                 yield key, value
@@ -213,7 +235,12 @@ _PAIR = re.compile(
 )
 
 
+# a component's name run into its version: 'cann8.1.rc1', 'python3.10'
+_GLUED = re.compile(r"(?i)(?<![\w/.-])(cann|hdk|python|torch_npu|torch-npu|torch|vllm-ascend|vllm)(?=\d)")
+
+
 def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
+    text = _GLUED.sub(r"\1 ", text)
     # 'torch & torch-npu==2.5.1': one value for every name joined by '&'
     shared = re.match(r"^([\w.-]+(?:\s*&\s*[\w.-]+)+)\s*(?:==|[:：=])\s*(" + VERSION + ")", text)
     if shared:
@@ -222,17 +249,20 @@ def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
     for match in _PAIR.finditer(text):
         yield _known_tail(match.group("name")), match.group("value")
     # 'NPU: 910B4', '硬件：910B3', 'Hardware | Ascend 910B3 ×8': a chip is a name, not a version
-    chip = re.match(r"^(?P<name>[A-Za-z\u4e00-\u9fff]+)\s*[:：]\s*(?P<value>.*(?:910|310|950).*)$", text)
+    chip = re.match(
+        r"^(?:[-*]\s+)?(?P<name>[A-Za-z\u4e00-\u9fff][A-Za-z \u4e00-\u9fff]*?)\s*[:：]\s*(?P<value>.*(?:910|310|950).*)$",
+        text,
+    )
     if chip:
         yield chip.group("name"), chip.group("value")
 
 
 def _known_tail(name: str) -> str:
     """'物理机部署CANN' -> 'CANN': words run together in Chinese prose end with the component's name."""
-    if _norm_name(name) in _KEY_OF:
+    if _key_of(name) is not None:
         return name
     tail = re.search(r"[A-Za-z][\w-]*$", name)
-    return tail.group(0) if tail and _norm_name(tail.group(0)) in _KEY_OF else name
+    return tail.group(0) if tail and _key_of(tail.group(0)) is not None else name
 
 
 _VERSIONED_PATH = re.compile(r"/Ascend/(?:cann|ascend-toolkit)[-/](" + VERSION + r")(?=/|$|:)")

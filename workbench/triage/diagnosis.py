@@ -80,8 +80,8 @@ def _candidates(block: ErrorBlock, kb: KnowledgeBase) -> list[_Candidate]:
 
 
 def _evidence(block: ErrorBlock, candidate: _Candidate | None) -> tuple[str, ...]:
-    if candidate is None:
-        lines = [block.exception] if block.exception else list(block.lines[:1])
+    if candidate is None:  # nothing decided: the lines that were read, the exception last
+        lines = [*block.lines[: EVIDENCE_LINES - 1], *([block.exception] if block.exception else [])]
     elif isinstance(candidate.entry, SignatureEntry):
         lines = [line for line in block.lines if candidate.entry.regex.search(line)]
     else:
@@ -99,10 +99,11 @@ def diagnose(block: ErrorBlock, kb: KnowledgeBase) -> Diagnosis:
     candidates = _candidates(block, kb)
     best = candidates[0] if candidates else None
     kind = best.entry.family if best else FailureKind.UNKNOWN
-    family = kb.families[kind]
+    code = best.code if best and best.code else _most_telling(block.codes)
+    uncoded = best is None and code is None and kb.uncoded is not None
+    family = kb.uncoded if uncoded and kb.uncoded else kb.families[kind]
     entry = best.entry if best else None
     op = suite_op(block.operators, kb)
-    code = best.code if best and best.code else _most_telling(block.codes)
     if best is not None:
         meaning, basis = best.entry.meaning, best.basis
     elif code is not None:

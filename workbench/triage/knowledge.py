@@ -120,6 +120,7 @@ class SignatureEntry(Entry):
     pattern: str
     frames: str | None = None
     priority: int = Field(ge=0, le=100)
+    in_warnings: bool = False  # also read on WARNING lines: a warning that names the failure before it happens
 
     @field_validator("pattern", "frames")
     @classmethod
@@ -183,6 +184,9 @@ class KnowledgeBase(Frozen):
     codes: dict[str, CodeEntry]
     signatures: tuple[SignatureEntry, ...] = ()
     operators: tuple[OperatorEntry, ...] = ()
+    # advice for a block with neither an Ascend code nor a signature it knows (the 'unknown' family's own
+    # advice is about a code without an entry)
+    uncoded: FamilyAdvice | None = None
     source: Path | None = None
 
     @field_validator("references")
@@ -210,6 +214,7 @@ class KnowledgeBase(Frozen):
         citing = [(f"families.{k.value}", v.cite) for k, v in self.families.items()]
         citing += [(where, e.cite) for where, e in entries] + [("grammar", self.grammar.cite)]
         citing += [(f"operators.{o.op}", o.cite) for o in self.operators]
+        citing += [("uncoded", self.uncoded.cite)] if self.uncoded else []
         for where, cites in citing:
             for cite in cites:
                 if cite not in self.references:

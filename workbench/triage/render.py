@@ -27,6 +27,9 @@ def _event_lines(event: ErrorEvent) -> list[str]:
         lines.append(f"  called from: {calling_frame(block.frames)}")
     if block.exception:
         lines.append(f"  exception: {block.exception[:300]}")
+    if not d.known:
+        lines += ["  lines read (none names a cause the knowledge base knows):"]
+        lines += [f"    {line[:200]}" for line in d.evidence]
     return lines
 
 
