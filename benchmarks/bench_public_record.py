@@ -58,7 +58,7 @@ READINGS = ("maintainer", "fix", "reporter", "log", "unclear")
 class Thread:
     path: Path
     repo: str
-    number: int
+    number: int | str  # an issue or pull request; 'docs/...md@TAG' for a page of the project's own docs
     data: dict[str, Any]
 
     @property
@@ -70,7 +70,7 @@ class Thread:
         return half_of(self.repo, self.number)
 
 
-def half_of(repo: str, number: int) -> str:
+def half_of(repo: str, number: int | str) -> str:
     """The half a thread belongs to, fixed by a hash of its name: even first byte -> dev, odd -> test."""
     return HALVES[hashlib.sha256(f"{repo}#{number}".encode()).digest()[0] % 2]
 
@@ -79,8 +79,19 @@ def load_corpus(root: Path = CORPUS) -> list[Thread]:
     threads = []
     for path in sorted(root.glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        threads.append(Thread(path, str(data.get("repo") or DEFAULT_REPO), int(data["thread"]), data))
+        thread = data["thread"]
+        number = thread if isinstance(thread, int) else str(thread)
+        threads.append(Thread(path, str(data.get("repo") or DEFAULT_REPO), number, data))
     return threads
+
+
+def _url_pattern(t: Thread) -> str:
+    """An issue or pull request's address; for a docs page, the file at its tag (and line)."""
+    repo = re.escape(t.repo)
+    if isinstance(t.number, int):
+        return rf"https://github\.com/{repo}/(issues|pull)/{t.number}"
+    path, _, tag = t.number.rpartition("@")
+    return rf"https://github\.com/{repo}/blob/{re.escape(tag)}/{re.escape(path)}(#L\d+)?"
 
 
 def corpus_problems(threads: list[Thread]) -> list[str]:
@@ -95,7 +106,7 @@ def corpus_problems(threads: list[Thread]) -> list[str]:
             problems.append(f"{where}: {t.name} appears twice")
         seen.add(t.name)
         url = t.data.get("url", "")
-        if not re.fullmatch(rf"https://github\.com/{re.escape(t.repo)}/(issues|pull)/{t.number}", url):
+        if not re.fullmatch(_url_pattern(t), url):
             problems.append(f"{where}: url {url!r} is not {t.repo} #{t.number}")
         verdict = t.data.get("verdict") or {}
         if verdict.get("reading") not in READINGS or not verdict.get("says"):

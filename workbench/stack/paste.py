@@ -41,7 +41,7 @@ ALIASES = {
     "driver": ("driver", "驱动", "驱动版本", "hdk", "ascendhdk", "npudriver", "npusmi"),
     "firmware": ("firmware", "固件", "固件版本"),
     "triton_ascend": ("tritonascend",),
-    "chip": ("npu", "chip", "chips", "硬件", "hardware", "芯片", "device", "soc"),
+    "chip": ("npu", "chip", "chips", "硬件", "hardware", "芯片", "device", "soc", "gpu", "accelerator", "显卡"),
 }
 _KEY_OF = {alias: key for key, aliases in ALIASES.items() for alias in aliases}
 # Sources, most structured first: a later source never overwrites an earlier one's key.
@@ -84,7 +84,10 @@ def _key_of(name: str) -> str | None:
     if norm in _KEY_OF:
         return _KEY_OF[norm]
     stem = next((norm[: -len(s)] for s in _NAME_SUFFIXES if norm.endswith(s) and len(norm) > len(s)), None)
-    return _KEY_OF.get(stem) if stem else None
+    if stem and stem in _KEY_OF:
+        return _KEY_OF[stem]
+    # Chinese runs words together ('硬件场景', hardware setting): a name that starts with a Chinese alias
+    return next((key for alias, key in _KEY_OF.items() if not alias.isascii() and norm.startswith(alias)), None)
 
 
 def _version(text: str) -> str | None:
@@ -235,16 +238,20 @@ _PAIR = re.compile(
 )
 
 
+_JOINER = r"\s*(?:&|和|\band\b)\s*"
+_SHARED = re.compile(
+    r"^([\w.-]+?(?:" + _JOINER + r"[\w.-]+?)+)\s*(?:版本|[Vv]ersions?)?\s*(?:==|[:：=]|\s)\s*(" + VERSION + ")"
+)
 # a component's name run into its version: 'cann8.1.rc1', 'python3.10'
-_GLUED = re.compile(r"(?i)(?<![\w/.-])(cann|hdk|python|torch_npu|torch-npu|torch|vllm-ascend|vllm)(?=\d)")
+_GLUED = re.compile(r"(?i)(?<![\w/.-])(cann|hdk|python|torch_npu|torch-npu|torch|vllm-ascend|vllm_ascend|vllm)(?=\d)")
 
 
 def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
     text = _GLUED.sub(r"\1 ", text)
-    # 'torch & torch-npu==2.5.1': one value for every name joined by '&'
-    shared = re.match(r"^([\w.-]+(?:\s*&\s*[\w.-]+)+)\s*(?:==|[:：=])\s*(" + VERSION + ")", text)
+    # 'torch & torch-npu==2.5.1', 'vllm和vllm-ascend版本 v0.11.0': one value for every name joined by '&' / '和'
+    shared = _SHARED.match(text)
     if shared:
-        for name in re.split(r"\s*&\s*", shared.group(1)):
+        for name in re.split(_JOINER, shared.group(1)):
             yield name, shared.group(2)
     for match in _PAIR.finditer(text):
         yield _known_tail(match.group("name")), match.group("value")
