@@ -68,7 +68,7 @@ class EnvFallback:
 @dataclass(frozen=True)
 class SectionPolicy:
     path: str
-    unknown_keys: str  # ignored | rejected | warned
+    unknown_keys: str  # ignored | rejected | warned | copied (every key set on the section's object)
     file: str
     line: int
 
@@ -222,11 +222,18 @@ class Analyzer:
             for node in ast.walk(func.owner)
             if isinstance(node, ast.If) and _raises(node.body)
             for test in ast.walk(node.test)  # `not isinstance(x, str) or x not in (...)` too
-            if isinstance(test, ast.Compare)
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)
+        ]
+        # `assert self.mode in (0, 1)`: the values the release accepts, the same as a raise on `not in`
+        tests += [
+            node.test
+            for node in ast.walk(func.owner)
+            if isinstance(node, ast.Assert)
+            and isinstance(node.test, ast.Compare)
+            and len(node.test.ops) == 1
+            and isinstance(node.test.ops[0], ast.In)
         ]
         for test in tests:
-            if len(test.ops) != 1 or not isinstance(test.ops[0], ast.NotIn):
-                continue
             target = test.left
             key = None
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
@@ -244,6 +251,11 @@ class Analyzer:
         """How the code that receives `section` (as parameter `name`) treats keys it does not know."""
         self._allowed_values(func, section)
         for node in ast.walk(func.node):
+            if isinstance(node, ast.For) and _iterates_keys(node.iter, name) and _sets_attributes(node):
+                # every key is copied onto the object; a same-named dataclass elsewhere picks its fields
+                self.found.policies.append(SectionPolicy(section.path, "copied", func.file, node.lineno))
+                self._twin_fields(func, section)
+                return
             if isinstance(node, (ast.If, ast.For)):
                 probe = node.test if isinstance(node, ast.If) else node.iter
                 if _iterates_keys(probe, name) or (isinstance(node, ast.For) and _iterates_keys(node.iter, name)):
@@ -269,6 +281,22 @@ class Analyzer:
                             self._defaults_keys(func, section)
                             return
         self._defaults_keys(func, section)
+
+    def _twin_fields(self, func: _Func, section: Section) -> None:
+        """Fields of a dataclass of the same name as the class that copies the section (the config object
+        is handed to it, and it takes the attributes named like its fields)."""
+        if func.owner is None:
+            return
+        for path, tree in self.trees.items():
+            for node in tree.body:
+                if not (isinstance(node, ast.ClassDef) and node.name == func.owner.name and node is not func.owner):
+                    continue
+                if not any(_name(d) == "dataclass" for d in node.decorator_list):
+                    continue
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        default = _literal(item.value) if item.value is not None else MISSING
+                        self.record(KeyRead(f"{section.path}.{item.target.id}", path, item.lineno, "field", default))
 
     def _defaults_keys(self, func: _Func, section: Section) -> None:
         """Keys of a class-level defaults dict the receiving class consults (`self._defaults`)."""
@@ -373,6 +401,11 @@ def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunction
     return next(
         (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
     )
+
+
+def _sets_attributes(loop: ast.For) -> bool:
+    """Whether a loop over a dict's items sets each one on an object (`setattr(self, k, v)`)."""
+    return any(isinstance(n, ast.Call) and _name(n.func) == "setattr" for n in ast.walk(loop))
 
 
 def _iterates_keys(node: ast.AST, name: str) -> bool:

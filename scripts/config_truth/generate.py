@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from additional_reader import MISSING, read_additional_config  # noqa: E402
+from capabilities import read_capabilities  # noqa: E402
 from envs_reader import ENVS_PATH, read_direct, read_envs_table, table_names_used, vllm_env_uses  # noqa: E402
 from mirror import Mirror  # noqa: E402
 from vllm_sources import SourceError, read_version  # noqa: E402
@@ -124,6 +125,9 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
                 "where": "direct",
                 "cite": f"{tag}:{read.file}:{read.line}",
             }
+            if read.alias_of:
+                facts[key]["status"] = "alias"
+                facts[key]["successor"] = f"env.{read.alias_of}"
     # -- vLLM's own variables vllm-ascend reads through vLLM's envs module (VLLM_USE_V1 ...)
     for name, path, line in sorted(through_vllm, key=lambda item: (item[1], item[2])):
         key = f"env.{name}"
@@ -144,6 +148,7 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
             sources[path] = mirror.show(tag, path) or ""
     if mirror.show(tag, "vllm_ascend/ascend_config.py"):
         sources.setdefault("vllm_ascend/ascend_config.py", mirror.show(tag, "vllm_ascend/ascend_config.py") or "")
+    sources.update(_twin_class_files(mirror, tag, sources))
     found = read_additional_config(sources)
     by_path: dict[str, list] = {}
     for read in found.reads:
@@ -192,6 +197,18 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
         sections["additional_config"]["cite"] = cite
     facts.update({f"section:{path}": {"kind": "section", **info} for path, info in sections.items()})
     return facts
+
+
+def _twin_class_files(mirror: Mirror, tag: str, sources: dict[str, str]) -> dict[str, str]:
+    """Other files of the package that define a class of the same name as one the sources define (a config
+    object copied from a section is handed to a same-named dataclass that picks its fields)."""
+    names = {m for text in sources.values() for m in re.findall(r"^class (\w+)", text, re.M)}
+    twins = {}
+    for path, _line, text in mirror.grep(tag, r"^class [A-Za-z_]+", "vllm_ascend"):
+        name = re.match(r"class (\w+)", text)
+        if name and name.group(1) in names and path not in sources and path.endswith(".py"):
+            twins[path] = mirror.show(tag, path) or ""
+    return twins
 
 
 # -- curated entries ---------------------------------------------------------------------------------
@@ -286,11 +303,14 @@ def removal(mirror: Mirror, tags: list[str], spans: list[dict[str, Any]], needle
 def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     tags = matrix_tags(mirror)
     per_setting: dict[str, dict[str, dict[str, Any]]] = {}
+    per_capability: dict[str, dict[str, dict[str, Any]]] = {}
     kinds: dict[str, str] = {}
     build_time: dict[str, bool] = {}
     for n, tag in enumerate(tags, 1):
         if progress:
             print(f"  reading {tag} ({n}/{len(tags)})", file=sys.stderr)
+        for capability, facts in read_capabilities(mirror, tag).items():
+            per_capability.setdefault(capability, {})[tag] = facts
         for setting, facts in read_tag(mirror, tag).items():
             per_setting.setdefault(setting, {})[tag] = facts
             kinds[setting] = facts["kind"]
@@ -314,7 +334,7 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
         settings.append({"setting": setting, "kind": kinds[setting], "build_time": build_time[setting], "spans": spans})
     rules = []
     for entry in curated.get("rules", []):
-        per_tag = curated_spans(mirror, tags, entry)
+        per_tag = curated_spans(mirror, tags, entry, {"models": entry["models"]} if entry.get("models") else None)
         requires = entry.get("requires")
         if isinstance(requires, dict):
             requires = [requires]
@@ -326,15 +346,20 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
                 "setting": entry["setting"],
                 "when": entry.get("when") or {"set": True},
                 "action": entry["action"],
-                "to": entry.get("to"),
+                "to": entry.get("to", entry.get("fix")),
                 "requires": requires,
                 "unless": entry.get("unless") or [],
+                "multimodal": entry.get("multimodal"),
+                # a model list limits where a rule applies, except for model_list rules, whose list is the rule
+                "model": entry.get("models") if entry["action"] != "model_list" and entry.get("models") else [],
                 "reason": entry["reason"],
                 "evidence": entry.get("evidence", []),
                 "spans": to_spans(tags, per_tag),
             }
         )
     for entry in curated.get("known_broken", []):
+        if entry["releases"] == "all":
+            entry = {**entry, "releases": list(tags)}
         unknown = [t for t in entry["releases"] if t not in tags]
         if unknown:
             raise SystemExit(f"curated known_broken {entry['id']!r}: {unknown} are not matrix tags")
@@ -348,7 +373,7 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
                 "action": "broken",
                 "to": entry.get("fix"),
                 "requires": [],
-                "unless": [],
+                "unless": entry.get("unless") or [],
                 "also": entry.get("also") or [],
                 "model": entry.get("model") or [],
                 "reason": entry["reason"],
@@ -384,6 +409,9 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
         "rules": rules,
         "renames": renames,
         "foreign": curated.get("foreign", {}),
+        "capabilities": [
+            {"capability": name, "spans": to_spans(tags, per_tag)} for name, per_tag in sorted(per_capability.items())
+        ],
     }
 
 
@@ -407,12 +435,20 @@ def build_vllm(cache: Path, progress: bool = True) -> dict[str, Any]:
             "aliases": facts.aliases,
             "deprecated_flags": list(facts.deprecated),
             "compilation_config": list(facts.compilation_keys),
+            "quantization": list(facts.quantization_methods),
+            "kv_cache_dtypes": list(facts.kv_cache_dtypes),
+            "kv_connectors": list(facts.kv_connectors),
+            "architectures": list(facts.architectures),
+            "multimodal_architectures": list(facts.multimodal_architectures),
+            "env_reads": facts.env_reads or {},
             "cite": facts.cite,
         }
     return {
         "about": (
             "vLLM's own settings per version: VLLM_* variables (vllm/envs.py), serving flags (the engine and server "
-            "argument modules) and compilation_config keys (CompilationConfig), read from each release's sdist on "
+            "argument modules), compilation_config keys (CompilationConfig), the quantization methods and KV-cache "
+            "dtypes its parser accepts, the KV connectors and model architectures it registers, and the other "
+            "environment variables its modules read directly, read from each release's sdist on "
             "PyPI by scripts/config_truth/vllm_sources.py; 'pairs' maps each vllm-ascend release of the matrix to "
             "the vLLM versions it is verified with."
         ),

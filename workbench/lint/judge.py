@@ -21,6 +21,7 @@ from __future__ import annotations
 from workbench.lint.command import Occurrence, ParsedInput
 from workbench.lint.findings import Finding
 from workbench.lint.judge_base import JudgeBase, Target
+from workbench.lint.judge_caps import CapabilityQuestions
 from workbench.lint.judge_config import ConfigQuestions
 from workbench.lint.judge_env import EnvQuestions
 from workbench.lint.judge_flags import FlagQuestions
@@ -28,7 +29,7 @@ from workbench.lint.models import ModelIdentity
 from workbench.truth.table import MAIN, ConfigTable
 
 
-class Judge(EnvQuestions, FlagQuestions, ConfigQuestions, JudgeBase):
+class Judge(EnvQuestions, FlagQuestions, ConfigQuestions, CapabilityQuestions, JudgeBase):
     """One judgement of a parsed command at one target."""
 
     def judge(self, occ: Occurrence) -> Finding | None:

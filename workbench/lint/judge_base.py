@@ -43,7 +43,9 @@ class JudgeBase:
         self.target = target
         self.parsed = parsed
         self.tag = target.tag
-        self.model = model or identify(served_model(parsed), parsed.value_of("flag.--served-model-name"))
+        self.model = _with_registry(
+            model or identify(served_model(parsed), parsed.value_of("flag.--served-model-name")), target
+        )
         self._reported_unknown: set[str] = set()
 
     # -- entry --------------------------------------------------------------------------------------
@@ -73,7 +75,11 @@ class JudgeBase:
             if finding is not None:
                 findings.append(finding)
         findings.extend(self._missing_requirements(findings))
+        findings.extend(self._model_findings())
         return findings
+
+    def _model_findings(self) -> list[Finding]:
+        return []  # Judge adds the model's own findings (judge_caps)
 
     def _normalise_aliases(self) -> None:
         """`-tp 4` is `--tensor-parallel-size 4` (the vLLM the release runs on says which short forms exist)."""
@@ -128,53 +134,66 @@ class JudgeBase:
         return condition.holds(value, present, tuple(v.version for v in self.target.vllm))
 
     def _rules(self, occ: Occurrence) -> Finding | None:
-        """The platform's reject / rewrite / model-list rules for this value (requires: at the end)."""
+        """The platform's reject / rewrite / model-list / misuse / broken rules for this value (the first that
+        holds and has something to say; requires: at the end)."""
         for rule, span in self.table.rules_for(occ.setting, self.tag):
-            if rule.action == "requires" or not self._holds(rule.when, occ.value):
-                continue
-            if any(self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.unless):
-                continue
-            if not all(self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.also):
-                continue
-            if not self._model_fits(rule):
-                continue
-            evidence = f" (reports: {', '.join(rule.evidence)})" if rule.evidence else ""
-            if rule.action == "reject":
-                return self._finding(
-                    occ,
-                    FindingKind.REJECTED,
-                    Verdict.ERROR,
-                    rule.reason + evidence,
-                    fix=self._reject_fix(rule),
-                    cite=span.cite,
-                )
-            if rule.action == "rewrite":
-                given = "the flag" if occ.value is None else repr(occ.value)
-                return self._finding(
-                    occ,
-                    FindingKind.REWRITTEN,
-                    Verdict.WARNING,
-                    f"{rule.reason}: {given} becomes {rule.to!r}" + evidence,
-                    fix="remove it (the platform undoes it)"
-                    if occ.value is None
-                    else f"set {occ.name} = {rule.to} to say what runs, or pick a release that keeps {occ.value}",
-                    cite=span.cite,
-                    migrate=("", None) if occ.value is None else None,
-                )
-            if rule.action == "model_list":
-                found = self._model_list(occ, rule, span)
+            if rule.action != "requires" and self._rule_applies(rule, occ):
+                found = self._rule_finding(occ, rule, span)
                 if found is not None:
                     return found
-            if rule.action == "broken":
-                return self._finding(
-                    occ,
-                    FindingKind.KNOWN_BROKEN,
-                    Verdict.ERROR,
-                    f"{rule.reason} ({span.cite})",
-                    fix=str(rule.to or "avoid this value on this release"),
-                    cite=span.cite,
-                )
         return None
+
+    def _rule_applies(self, rule: Rule, occ: Occurrence) -> bool:
+        if not self._holds(rule.when, occ.value):
+            return False
+        if any(self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.unless):
+            return False
+        if not all(self._holds(c, self.parsed.value_of(c.setting), self._present(c.setting)) for c in rule.also):
+            return False
+        return self._model_fits(rule)
+
+    def _rule_finding(self, occ: Occurrence, rule: Rule, span: Span) -> Finding | None:
+        if rule.action == "model_list":
+            return self._model_list(occ, rule, span)
+        evidence = f" (reports: {', '.join(rule.evidence)})" if rule.evidence else ""
+        if rule.action == "rewrite":
+            return self._rewritten(occ, rule, span, evidence)
+        # (kind, severity, reason, fix, migrate) per action that refuses or warns outright
+        verdicts = {
+            "reject": (FindingKind.REJECTED, Verdict.ERROR, rule.reason + evidence, self._reject_fix(rule), None),
+            "misuse": (
+                FindingKind.MISUSE,
+                Verdict.WARNING,
+                rule.reason + evidence,
+                str(rule.to or "remove it"),
+                ("", None),
+            ),
+            "broken": (
+                FindingKind.KNOWN_BROKEN,
+                Verdict.ERROR,
+                f"{rule.reason} ({span.cite})",
+                str(rule.to or "avoid this value on this release"),
+                None,
+            ),
+        }
+        if rule.action not in verdicts:
+            return None
+        kind, severity, reason, fix, migrate = verdicts[rule.action]
+        return self._finding(occ, kind, severity, reason, fix=fix, cite=span.cite, migrate=migrate)
+
+    def _rewritten(self, occ: Occurrence, rule: Rule, span: Span, evidence: str) -> Finding:
+        given = "the flag" if occ.value is None else repr(occ.value)
+        return self._finding(
+            occ,
+            FindingKind.REWRITTEN,
+            Verdict.WARNING,
+            f"{rule.reason}: {given} becomes {rule.to!r}" + evidence,
+            fix="remove it (the platform undoes it)"
+            if occ.value is None
+            else f"set {occ.name} = {rule.to} to say what runs, or pick a release that keeps {occ.value}",
+            cite=span.cite,
+            migrate=("", None) if occ.value is None else None,
+        )
 
     def _model_fits(self, rule: Rule) -> bool:
         """Whether a rule limited to some models (names, or multimodal ones) applies to the served model;
@@ -209,6 +228,8 @@ class JudgeBase:
         )
 
     def _reject_fix(self, rule: Rule) -> str:
+        if rule.setting.startswith("model.") and rule.unless:
+            return "for this model: " + " or ".join(c.describe() for c in rule.unless)
         if rule.unless:
             return "remove it, or " + " or ".join(c.describe() for c in rule.unless)
         return "remove it"
@@ -291,6 +312,18 @@ class JudgeBase:
             cite=first.cite,
             migrate=("", None),
         )
+
+
+def _with_registry(model: ModelIdentity, target: Target) -> ModelIdentity:
+    """The model's multimodality from vLLM's registry when its architecture is known and its config said nothing."""
+    if model.multimodal is not None or not model.architectures:
+        return model
+    from workbench.truth.capabilities import is_multimodal
+
+    found = [is_multimodal(target.vllm, arch) for arch in model.architectures]
+    return replace(
+        model, multimodal=any(f for f in found if f is not None) if any(f is not None for f in found) else None
+    )
 
 
 def served_model(parsed: ParsedInput) -> str | None:

@@ -131,6 +131,8 @@ class ConfigQuestions:
                 ),
                 value=value,
             )
+        if rule == "copied":
+            return replace(self._copied_key(occ, path, policy, moved), value=value)
         silently = " and ignores it without a word" if rule == "ignored" else " and warns"
         return replace(
             self._finding(
@@ -144,6 +146,23 @@ class ConfigQuestions:
                 setting=path,
             ),
             value=value,
+        )
+
+    def _copied_key(self, occ: Occurrence, path: str, policy: Span | None, moved: str | None) -> Finding:
+        """A section that copies every key onto its object (a setattr loop) and hands the object to a
+        dataclass that picks its fields: a key vllm-ascend does not name may still be one of the fields the
+        dataclass inherits (v0.11.0's ascend_scheduler_config takes any field of vLLM's SchedulerConfig)."""
+        section, _, key = path.rpartition(".")
+        return self._finding(
+            occ,
+            FindingKind.UNKNOWN,
+            Verdict.WARNING,
+            f"{section} copies every key onto its config object at {self.target.release}, and vllm-ascend names "
+            f"no {key}: it takes effect only if the class that picks the fields (vLLM's own config) has one"
+            + (f" (or did you mean {moved}?)" if moved else ""),
+            fix=f"check that {key} is a field of the config {section} feeds, or remove it",
+            cite=policy.cite if policy else "",
+            setting=path,
         )
 
     def _additional_read(self, occ: Occurrence, span: Span) -> Finding:

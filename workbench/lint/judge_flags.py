@@ -28,6 +28,9 @@ class FlagQuestions:
                 f"vLLM flag; which vLLM {self.target.release} runs on is not known, so it is not checked",
             )
         if flag_in(flag, versions):
+            refused = self._capability(occ)
+            if refused is not None:
+                return refused
             tie = self._cuda_tie(occ, "option", flag, occ.value)
             if tie is not None:
                 return tie

