@@ -371,6 +371,7 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
                 "setting": entry["setting"],
                 "when": entry.get("when") or {"set": True},
                 "action": "broken",
+                "severity": entry.get("severity", "error"),
                 "to": entry.get("fix"),
                 "requires": [],
                 "unless": entry.get("unless") or [],

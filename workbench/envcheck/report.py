@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.envcheck.result import CheckResult, Status
 from workbench.envcheck.runner import Report
-from workbench.results import files
+from workbench.results.envelope import DocumentKind, write_result
+
+CHECK_KIND = DocumentKind("check")  # `check --json`: every pre-flight result
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,8 +185,13 @@ def to_html(report: Report) -> str:
 
 
 def write_json(report: Report, path: Path) -> Path:
-    """The report as JSON, atomically."""
-    return files.write_json(Path(path), to_dict(report), indent=2)
+    """`check --json`: the report, atomically, stamped as a `check` document.
+
+    The report is itself a reading of the stack it checked (its root, host and every version), so its stamp
+    says when and where only: the process-wide stack fingerprint is read from the default root and cached,
+    and a check of another root (`--ascend-root`) must not be stamped with it, nor fill that cache."""
+    stamp = {"created_at": report.started_at, "host": report.host, "ascend_root": str(report.ascend_root)}
+    return write_result(Path(path), to_dict(report), stamp, CHECK_KIND)
 
 
 def write_html(report: Report, path: Path) -> Path:

@@ -25,7 +25,7 @@ from workbench.lint import fix as fix_mod
 from workbench.lint.checkpoint import CheckpointFinding, findings_text, lint_checkpoint, verdicts
 from workbench.lint.command import LintInputError, ParsedInput
 from workbench.lint.findings import Finding, FindingKind
-from workbench.lint.inputs import LintInput, read_input, recipe_settings
+from workbench.lint.inputs import LintInput, Reader, read_input, recipe_settings
 from workbench.lint.judge import judge
 from workbench.lint.judge_base import Target, served_model
 from workbench.lint.models import identify
@@ -79,6 +79,7 @@ class LintRequest:
     stack_source: str = "the stack file"
     model_type: str | None = None  # the served model's type or architecture when the command cannot say
     checkpoint: Path | None = None  # lint a quantized checkpoint instead of a command
+    readers: tuple[Reader, ...] = ()  # deployment-file readers tried first on a file (the verb hands deploy's in)
 
     def __post_init__(self) -> None:
         if (self.source is None) == (self.checkpoint is None):
@@ -165,7 +166,7 @@ def run_lint(request: LintRequest, stdin: TextIO | None = None) -> LintResult:
         release, basis = checkpoint_release(request.release, request.stack, request.stack_source)
         findings = tuple(lint_checkpoint(request.checkpoint, release, basis))
         return LintResult(request, None, checkpoint=findings, checkpoint_release=release, checkpoint_basis=basis)
-    read = read_input(request.source, stdin=stdin)
+    read = read_input(request.source, stdin=stdin, readers=request.readers)
     report = _lint(read, request.release, request)
     upgrade = UpgradeReport(report, _lint(read, request.to, request)) if request.to else None
     fix_diff = None
@@ -223,8 +224,9 @@ def lint_source(
     stack: Mapping[str, Any] | None = None,
     stack_source: str = "the stack file",
     model_type: str | None = None,
+    readers: tuple[Reader, ...] = (),
 ) -> LintReport:
-    read = read_input(source)
+    read = read_input(source, readers=readers)
     return lint_parsed(
         read.parsed,
         release=release,
@@ -236,8 +238,10 @@ def lint_source(
     )
 
 
-def lint_upgrade(source: str | Path, release: str | None, to: str, **kwargs: Any) -> UpgradeReport:
-    read = read_input(source)
+def lint_upgrade(
+    source: str | Path, release: str | None, to: str, readers: tuple[Reader, ...] = (), **kwargs: Any
+) -> UpgradeReport:
+    read = read_input(source, readers=readers)
     before = lint_parsed(read.parsed, release=release, recipe=read.recipe, source=read.path, **kwargs)
     after = lint_parsed(read.parsed, release=to, recipe=read.recipe, source=read.path, **kwargs)
     return UpgradeReport(before, after)

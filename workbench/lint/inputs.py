@@ -4,12 +4,13 @@ command, or the name of a shipped recipe (docs/METHOD.md §2).
 `read_input` reads once and returns everything the lint needs (the parsed settings, the file, the recipe,
 the text), so a second view of the same input (`--to`, `--fix`) never reads standard input again.
 Deployment files (Kubernetes, compose, Helm output, Dockerfile, `vllm serve --config` YAML) are read by the
-`import` verb's readers; its hook belongs in `read_input`, next to the recipe detection.
+`import` verb's readers, handed in as `readers` (lint imports no domain above it).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -18,6 +19,9 @@ from workbench.lint.command import LintInputError, ParsedInput, parse_argv, pars
 
 if TYPE_CHECKING:
     from workbench.recipes.serving import ServingRecipe
+
+# (the file, its text) -> its settings, or None when the file is not of the reader's kind
+Reader = Callable[[Path, str], ParsedInput | None]
 
 
 @dataclass(frozen=True)
@@ -30,11 +34,19 @@ class LintInput:
     where: str  # how findings name the input: the path, 'stdin', 'command'
 
 
-def read_input(source: str | Path, where: str | None = None, stdin: TextIO | None = None) -> LintInput:
+def read_input(
+    source: str | Path, where: str | None = None, stdin: TextIO | None = None, readers: tuple[Reader, ...] = ()
+) -> LintInput:
     """Read `source` once: a file path (a serving recipe YAML or a shell script), '-' for standard input (or
     `stdin`), the text of a command itself (anything with a newline or a space that is not an existing path),
-    or the name of a shipped serving recipe."""
+    or the name of a shipped serving recipe. `readers`: callables (path, text) -> ParsedInput | None tried
+    first on a file, so deployment files (manifests, compose, `--config` YAML, Dockerfiles) are read by
+    `import`'s readers; the verb hands `workbench.deploy.api.lint_reader` in (lint imports no domain above it)."""
     text, path, where = _read_text(source, where, stdin)
+    for reader in readers if path is not None else ():
+        deployment = reader(path, text)
+        if deployment is not None:
+            return LintInput(deployment, path, None, where)
     recipe = _as_recipe(text, path)
     if recipe is not None:
         parsed = recipe_settings(recipe, text, where)

@@ -170,7 +170,7 @@ class JudgeBase:
             ),
             "broken": (
                 FindingKind.KNOWN_BROKEN,
-                Verdict.ERROR,
+                Verdict(rule.severity),
                 f"{rule.reason} ({span.cite})",
                 str(rule.to or "avoid this value on this release"),
                 None,
@@ -216,6 +216,7 @@ class JudgeBase:
                 f"{rule.reason} ({listed}); the model ({self.model.describe()}, from {self.model.basis}) is not one of them",
                 fix="remove it for this model, or use a release whose list has it",
                 cite=span.cite,
+                migrate=("", None),
             )
         return self._finding(
             occ,
@@ -277,8 +278,8 @@ class JudgeBase:
                 )
         return found
 
-    def _did_you_mean(self, name: str, candidates: Iterable[str]) -> str | None:
-        close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)
+    def _did_you_mean(self, name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str | None:
+        close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
         return close[0] if close else None
 
     def _absent(

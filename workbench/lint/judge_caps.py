@@ -49,6 +49,9 @@ class CapabilityQuestions:
             verdict.reason,
             fix=_REFUSED_FIX.get(flag, _REFUSED_FIX["--quantization"]),
             cite=verdict.cite,
+            # the migrated copy leaves a refused method or dtype out (the release's default); a connector
+            # the release does not register has no default to fall back to
+            migrate=("", None) if flag != "--kv-transfer-config" else None,
         )
 
     def _model_findings(self) -> list[Finding]:

@@ -112,7 +112,9 @@ class EnvQuestions:
         own = self._own_env(occ)
         if own is not None:
             return own
-        close = self._did_you_mean(name, self._ascend_env_names())
+        # a name of no known family is a typo of vllm-ascend's only when nearly the same (ASCEBD_ -> ASCEND_);
+        # a loose match (LLM_ENDPOINT_PORT ~ VLLM_DP_MONITOR_PORT) is another program's variable
+        close = self._did_you_mean(name, self._ascend_env_names(), cutoff=0.85)
         if close:
             return self._finding(
                 occ,

@@ -139,6 +139,7 @@ class Rule:
     reason: str
     evidence: tuple[str, ...]
     spans: tuple[Span, ...]
+    severity: str = "error"  # a known breakage that depends on what the command does not say (the chip): warning
 
 
 @dataclass(frozen=True)
@@ -351,6 +352,7 @@ def config_table() -> ConfigTable:
             reason=item.get("reason", ""),
             evidence=tuple(item.get("evidence") or ()),
             spans=_spans(item["spans"], tags, f"{CONFIG_FILE} rule {item['id']!r}"),
+            severity=str(item.get("severity", "error")),
         )
         for item in raw.get("rules", [])
     )

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         from workbench.backend.api import read_stack
 
         stack = read_stack(args.stack)
+    from workbench.deploy.api import lint_reader  # deployment files (manifests, compose, --config, Dockerfiles)
+
     request = LintRequest(
         source=args.source,
         release=args.release,
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         stack_source=str(args.stack),
         model_type=args.model_type,
         checkpoint=args.checkpoint,
+        readers=(lint_reader,),
     )
     try:
         result = run_lint(request)
