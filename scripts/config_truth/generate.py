@@ -15,8 +15,6 @@ generator searches at every tag: an entry's spans are where its anchor matches, 
 from __future__ import annotations
 
 import argparse
-import ast
-import difflib
 import json
 import re
 import sys
@@ -31,6 +29,7 @@ sys.path.insert(0, str(HERE))
 
 from additional_reader import MISSING, read_additional_config  # noqa: E402
 from capabilities import read_capabilities  # noqa: E402
+from curated_rules import curated_renames, curated_rules, curated_spans, removal, to_spans  # noqa: E402
 from envs_reader import ENVS_PATH, read_direct, read_envs_table, table_names_used, vllm_env_uses  # noqa: E402
 from mirror import Mirror  # noqa: E402
 from vllm_sources import SourceError, read_version  # noqa: E402
@@ -211,92 +210,6 @@ def _twin_class_files(mirror: Mirror, tag: str, sources: dict[str, str]) -> dict
     return twins
 
 
-# -- curated entries ---------------------------------------------------------------------------------
-
-
-def anchor_hits(mirror: Mirror, tag: str, anchor: dict[str, Any]) -> tuple[str, int] | None:
-    """(path, line) of the anchor at `tag`: `pattern` in `path` (a file or folder), and every `then`
-    pattern within `within` lines after it (default 12)."""
-    hits = mirror.grep(tag, anchor["pattern"], anchor["path"])
-    follow = anchor.get("then") or []
-    if isinstance(follow, str):
-        follow = [follow]
-    within = int(anchor.get("within", 12))
-    for path, line, _ in hits:
-        if not follow:
-            return path, line
-        text = (mirror.show(tag, path) or "").splitlines()
-        window = "\n".join(text[line : line + within])
-        if all(re.search(p, window) for p in follow):
-            return path, line
-    return None
-
-
-def curated_spans(mirror: Mirror, tags: list[str], entry: dict[str, Any], facts: dict[str, Any] | None = None):
-    anchors = entry.get("anchor")
-    anchors = anchors if isinstance(anchors, list) else [anchors]
-    extract = entry.get("extract")
-    per_tag = {}
-    for tag in tags:
-        hit = None
-        for anchor in anchors:
-            hit = anchor_hits(mirror, tag, anchor)
-            if hit is None:
-                break
-        if hit is not None:
-            found = {**(facts or {}), "cite": f"{tag}:{hit[0]}:{hit[1]}"}
-            if extract:
-                match = re.search(extract["pattern"], mirror.show(tag, extract["path"]) or "")
-                if match is None:
-                    raise SystemExit(f"curated {entry.get('id')}: extract pattern finds nothing at {tag}")
-                found[extract["key"]] = ast.literal_eval(match.group(1))
-            per_tag[tag] = found
-    return per_tag
-
-
-# -- spans ------------------------------------------------------------------------------------------
-
-
-def to_spans(tags: list[str], per_tag: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    spans: list[dict[str, Any]] = []
-    previous_tag = None
-    for tag in tags:
-        facts = per_tag.get(tag)
-        if facts is None:
-            previous_tag = None
-            continue
-        body = {k: v for k, v in facts.items() if k not in {"cite", "kind", "build_time"}}
-        if spans and previous_tag is not None and spans[-1]["_body"] == body:
-            spans[-1]["last"] = tag
-        else:
-            spans.append({"first": tag, "last": tag, "cite": facts["cite"], **body, "_body": body})
-        previous_tag = tag
-    for span in spans:
-        del span["_body"]
-    return spans
-
-
-def removal(mirror: Mirror, tags: list[str], spans: list[dict[str, Any]], needle: str, path: str) -> None:
-    """For each span followed by a tag without the setting, the commit between the two that removed it."""
-    for span in spans:
-        i = tags.index(span["last"])
-        if i + 1 >= len(tags):
-            continue
-        after = tags[i + 1]
-        if any(s["first"] == after for s in spans):
-            continue
-        try:
-            out = mirror.git("log", "--format=%h %s", f"-S{needle}", f"{span['last']}..{after}", "--", path)
-        except Exception:  # noqa: BLE001 - history across release branches may be unrelated
-            out = ""
-        first = out.splitlines()[-1] if out.strip() else ""
-        if first:
-            sha, _, subject = first.partition(" ")
-            span["removed_after"] = {"tag": after, "commit": sha, "subject": subject[:120]}
-        else:
-            span["removed_after"] = {"tag": after}
-
-
 # -- the whole table ---------------------------------------------------------------------------------
 
 
@@ -332,66 +245,9 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
         needle = f'"{name}"' if kinds[setting] == "env" else f'"{name.rsplit(".", 1)[-1]}"'
         removal(mirror, tags, spans, needle, file_hint)
         settings.append({"setting": setting, "kind": kinds[setting], "build_time": build_time[setting], "spans": spans})
-    rules = []
-    for entry in curated.get("rules", []):
-        per_tag = curated_spans(mirror, tags, entry, {"models": entry["models"]} if entry.get("models") else None)
-        requires = entry.get("requires")
-        if isinstance(requires, dict):
-            requires = [requires]
-        if not per_tag:
-            raise SystemExit(f"curated rule {entry['id']!r}: its anchor matches no tag; fix curated.yaml")
-        rules.append(
-            {
-                "id": entry["id"],
-                "setting": entry["setting"],
-                "when": entry.get("when") or {"set": True},
-                "action": entry["action"],
-                "to": entry.get("to", entry.get("fix")),
-                "requires": requires,
-                "unless": entry.get("unless") or [],
-                "multimodal": entry.get("multimodal"),
-                # a model list limits where a rule applies, except for model_list rules, whose list is the rule
-                "model": entry.get("models") if entry["action"] != "model_list" and entry.get("models") else [],
-                "reason": entry["reason"],
-                "evidence": entry.get("evidence", []),
-                "spans": to_spans(tags, per_tag),
-            }
-        )
-    for entry in curated.get("known_broken", []):
-        if entry["releases"] == "all":
-            entry = {**entry, "releases": list(tags)}
-        unknown = [t for t in entry["releases"] if t not in tags]
-        if unknown:
-            raise SystemExit(f"curated known_broken {entry['id']!r}: {unknown} are not matrix tags")
-        evidence = ", ".join(entry.get("evidence", []))
-        per_tag = {t: {"cite": f"reports: {evidence}"} for t in entry["releases"]}
-        rules.append(
-            {
-                "id": entry["id"],
-                "setting": entry["setting"],
-                "when": entry.get("when") or {"set": True},
-                "action": "broken",
-                "severity": entry.get("severity", "error"),
-                "to": entry.get("fix"),
-                "requires": [],
-                "unless": entry.get("unless") or [],
-                "also": entry.get("also") or [],
-                "model": entry.get("model") or [],
-                "reason": entry["reason"],
-                "evidence": entry.get("evidence", []),
-                "spans": to_spans(tags, per_tag),
-            }
-        )
+    rules = curated_rules(mirror, tags, curated)
     known = {s["setting"] for s in settings}
-    renames = []
-    for entry in curated.get("renames", []):
-        for side in ("from", "to"):
-            if entry[side] not in known:
-                close = difflib.get_close_matches(entry[side], known, 3)
-                raise SystemExit(
-                    f"curated rename {entry['from']} -> {entry['to']}: {entry[side]!r} is never read; {close}"
-                )
-        renames.append({"from": entry["from"], "to": entry["to"], "note": entry.get("note", "")})
+    renames = curated_renames(curated, known)
     return {
         "about": (
             "What each vllm-ascend release reads from its configuration: environment variables, additional_config "

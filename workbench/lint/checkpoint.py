@@ -25,16 +25,8 @@ from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.lint.checkpoint_files import DESCRIPTION_FILE, bad_scales, read_checkpoint, safetensors_header
-from workbench.lint.checkpoint_rules import (
-    CheckpointFinding,
-    CheckpointJudge,
-    capability_table,
-    compressed_tensors_rules,
-    format_rules,
-    msmodelslim_rules,
-    resolve_release,
-    scale_rules,
-)
+from workbench.lint.checkpoint_judge import CheckpointFinding, CheckpointJudge, capability_table, resolve_release
+from workbench.lint.checkpoint_rules import compressed_tensors_rules, format_rules, msmodelslim_rules, scale_rules
 
 __all__ = [
     "CheckpointFinding",

@@ -8,13 +8,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
-from workbench.errors import WorkbenchError
 from workbench.lint.checkpoint_files import DESCRIPTION_FILE, CheckpointFiles
+from workbench.lint.checkpoint_judge import CheckpointJudge, capability_table, cell
 
 # msmodelslim's description keys that describe the model, not a tensor (ascend_backend.quantization.msmodelslim)
 # msmodelslim's description keys that describe the model, not a tensor (ascend_backend.quantization.msmodelslim)
@@ -34,101 +31,6 @@ MODEL_KEYS = frozenset(
 )
 LINEAR = re.compile(r"^(?P<stem>.*\.(?:self_attn|mlp|attn))\.(?P<leaf>\w+_proj)$")
 FUSED = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
-
-
-@dataclass(frozen=True)
-class CheckpointFinding:
-    setting: str  # "<file>:<key or tensor>"
-    value: str
-    release: str  # the tag judged
-    release_basis: str  # why that tag
-    finding: str  # rule id
-    severity: str  # warning | error
-    reason: str
-    fix: str
-    cite: str  # file@tag:line in vllm-ascend
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-
-# -- the capability table -------------------------------------------------------------------------------
-
-
-@cache
-def capability_table() -> dict[str, Any]:
-    path = resources.files("workbench.truth") / "data" / "quant_capabilities.json"
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _version(tag: str):
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(tag.lstrip("v"))
-    except InvalidVersion:
-        return None
-
-
-def resolve_release(release: str | None, basis: str | None = None) -> list[tuple[str, str]]:
-    """(tag, basis) to judge: every tag of the table for None; else the tag itself, main, or -- as the
-    config-truth lint places a release (`ConfigTable.tag_for`) -- main's column for a release newer than
-    the newest tag read and the newest older tag's column otherwise."""
-    tags = capability_table()["tags"]
-    if release is None:
-        return [(tag, basis or "no release named: every tag of the capability table") for tag in tags]
-    said = basis or f"--release {release}"
-    text = str(release).strip()
-    for tag in (text, f"v{text}", text.lower()):
-        if tag in tags:
-            return [(tag, said)]
-    wanted = _version(text)
-    if wanted is None:
-        raise WorkbenchError(
-            f"--release {release!r}: give a vllm-ascend version such as 0.18.0, or one of {', '.join(tags)}"
-        )
-    numbered = [(t, _version(t)) for t in tags if _version(t) is not None]
-    if wanted > numbered[-1][1]:
-        return [("main", f"{said}: newer than {numbered[-1][0]}, the newest tag read, so main's column")]
-    older = [t for t, v in numbered if v <= wanted]
-    if not older:
-        raise WorkbenchError(f"--release {release}: older than the first tag the table reads ({tags[0]})")
-    return [(older[-1], f"{said}: judged by {older[-1]}, the newest tag read before it")]
-
-
-def _cell(row_id: str, tag: str) -> dict[str, Any]:
-    row = next((r for r in capability_table()["rows"] if r["id"] == row_id), None)
-    if row is None:
-        raise KeyError(f"capability table has no row {row_id!r}")
-    return row["tags"][tag]
-
-
-# -- the rules ------------------------------------------------------------------------------------------
-
-
-class CheckpointJudge:
-    def __init__(self, ckpt: CheckpointFiles, tag: str, basis: str):
-        self.ckpt, self.tag, self.basis = ckpt, tag, basis
-        self.findings: list[CheckpointFinding] = []
-
-    def add(
-        self,
-        setting: str,
-        value: str,
-        row: str | None,
-        finding: str,
-        severity: str,
-        reason: str,
-        fix: str,
-        cite: str | None = None,
-    ) -> None:
-        cite = cite or (_cell(row, self.tag)["cite"] if row else "")
-        self.findings.append(
-            CheckpointFinding(setting, value, self.tag, self.basis, finding, severity, reason, fix, cite)
-        )
-
-    def supported(self, row: str) -> bool:
-        return bool(_cell(row, self.tag)["supported"])
 
 
 def _entries(description: Mapping[str, Any]) -> dict[str, str]:
@@ -232,7 +134,7 @@ def msmodelslim_rules(j: CheckpointJudge) -> None:
                 "warning",
                 f"{kind} is not in the capability table; the loader may not know it",
                 "check the release's quantization methods",
-                _cell("linear.W8A8", j.tag)["cite"],
+                cell("linear.W8A8", j.tag)["cite"],
             )
         elif not j.supported(row):
             j.add(
@@ -369,7 +271,7 @@ def _c8_rules(j: CheckpointJudge, description: Mapping[str, Any]) -> None:
                 "error",
                 f"vllm-ascend {j.tag} does not read C8 written as {key} ({expected}): {hint}",
                 "export C8 in the layout of the release you deploy (see the loader line), or drop C8",
-                _cell(other if j.supported(other) else row, j.tag)["cite"],
+                cell(other if j.supported(other) else row, j.tag)["cite"],
             )
         elif not tensors and j.ckpt.tensors:
             j.add(
