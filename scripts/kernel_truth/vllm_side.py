@@ -49,7 +49,7 @@ OUT_OF_SCOPE = {
     "xlite graph off": "xlite runs the whole model in its own runtime (xlite_model_runner.py)",
     "VLLM_ASCEND_* / additional_config settings": "a serving setting at its default (e.g. VLLM_ASCEND_ENABLE_NZ=1, "
     "weight_nz_mode): the rows follow the defaults and their notes name the setting; the lead's config table "
-    "(ascend_backend/data/vllm_ascend_config.json) holds every setting per tag",
+    "(workbench/truth/data/vllm_ascend_config.json) holds every setting per tag",
     "no KV-cache compression (hamming sparse attention)": "KV-cache compression adds vllm-ascend's own "
     "hashing kernels (_C_ascend.npu_reshape_and_cache_bnsd, npu_hamming_dist_top_k) before the same attention",
 }

@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "serving",
                 "sweep",
                 "triage",
+                "truth",
                 "twin",
             }
         ),
