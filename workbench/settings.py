@@ -12,7 +12,7 @@ ASCEND_WORKBENCH_RUNS   where results of runs go: the main job's report, sweeps,
                         in JupyterLab, whose working directory is notebooks/ — else ./runs)
 ASCEND_WORKBENCH_ASCEND_ROOT
                         the Ascend install root the pre-flight inspects (default /usr/local/Ascend);
-                        read by workbench.envcheck from its environment snapshot so tests can point
+                        read by workbench.check from its environment snapshot so tests can point
                         the checks at fake trees
 ASCEND_WORKBENCH_SERVER_STARTS
                         a JSON-lines file every server start of this process and its children is

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.check.matrix import Matrix, load_matrices
 from workbench.cluster import checks_network as net
 from workbench.cluster import checks_serving as serving
 from workbench.cluster import checks_stack as stack
@@ -23,7 +24,6 @@ from workbench.cluster.bundle import NodeBundle
 from workbench.cluster.findings import ClusterFinding
 from workbench.cluster.node import NodeView, view
 from workbench.cluster.rules import Rule, RuleBook, RuleKind, load_rules
-from workbench.envcheck.matrix import Matrix, load_matrices
 from workbench.errors import WorkbenchError
 from workbench.results.envelope import DocumentKind, write_result
 from workbench.results.verdict import Verdict

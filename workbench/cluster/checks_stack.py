@@ -7,11 +7,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.check.compat import StackVersions, rank_rows
+from workbench.check.matrix import Matrix, Platform
 from workbench.cluster.findings import ClusterFinding, describe_values, finding, groups, minority
 from workbench.cluster.node import NodeView
 from workbench.cluster.rules import Rule
-from workbench.envcheck.compat import StackVersions, rank_rows
-from workbench.envcheck.matrix import Matrix, Platform
 
 
 def _dotted(data: Any, path: str) -> Any:

@@ -33,7 +33,7 @@ _MOVING_REFS = frozenset({"main", "master", "develop", "HEAD", "latest"})
 class VerifyStep(str, enum.Enum):
     """Workbench steps that confirm a change on the Ascend machine."""
 
-    CHECK = "check"  # the pre-flight; target: a check group (workbench.envcheck Group)
+    CHECK = "check"  # the pre-flight; target: a check group (workbench.check Group)
     COMPARE_OPS = "compare-ops"  # the op suite; target: an op of recipes/ops/*.yaml (none: every op)
     BISECT = "bisect"  # feature-by-feature enabling; target: a feature of recipes/features/ascend.yaml
     COMPARE_DUMPS = "compare-dumps"  # layer-by-layer outputs against the CPU float32 baseline

@@ -6,7 +6,7 @@ knows — the exit status, the signal that ended the process, the server log, wh
 out — and returns one `CrashReport`: a `CrashKind`, the evidence lines, and the fix, in the order
 docs/METHOD.md §6 checks them (the cards, CANN's own errors, then /dev/shm and device permissions).
 
-Fixes follow the method: /dev/shm sized as the pre-flight advises (one constant, `envcheck.shm`, §4);
+Fixes follow the method: /dev/shm sized as the pre-flight advises (one constant, `check.shm`, §4);
 an exit without a word points at /dev/shm and device permissions (§4, §6); a graph capture failure
 turns graph mode off or narrows the capture sizes (§13); an unknown failure is read at ERROR first,
 then with one module at DEBUG, vLLM and CANN logs apart (§9) — not with every log level raised.
@@ -79,7 +79,7 @@ UNKNOWN_FIX = (
     "narrow the logs rather than raising them all (docs/METHOD.md §9): start again at ERROR "
     "(VLLM_LOGGING_LEVEL=ERROR, and on Ascend ASCEND_GLOBAL_LOG_LEVEL=3 ASCEND_SLOG_PRINT_TO_STDOUT=1) and read "
     "the stack; if that is not enough, raise one suspect module to DEBUG "
-    "(workbench.envcheck.focused_logging('vllm.<module>' or 'HCCL'/'GE'/'runtime') gives the environment); read "
+    "(workbench.check.focused_logging('vllm.<module>' or 'HCCL'/'GE'/'runtime') gives the environment); read "
     "vLLM's lines and CANN's lines separately: a framework problem shows in vLLM's, an operator problem in CANN's"
 )
 

@@ -13,7 +13,7 @@
     provenance     the stamp of one result: fingerprint, recipe, model, server
     devices, dtypes  device and dtype names as users write them -> torch objects
 
-Readers only read: judging a reading is the pre-flight's job (`workbench.envcheck`), comparing two
+Readers only read: judging a reading is the pre-flight's job (`workbench.check`), comparing two
 fingerprints the regression gate's. This package imports no domain package (tests/unit/workbench/test_layers.py),
 and nothing here imports torch except `devices` and `dtypes`, which are imported only by name.
 """

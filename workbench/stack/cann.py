@@ -3,7 +3,7 @@ what it requires of the driver under it — read from its own version files, nev
 
 `set_env.sh` exports ASCEND_HOME_PATH / ASCEND_TOOLKIT_HOME; the toolkit is looked for there first,
 then at the default locations (`<root>/ascend-toolkit/latest`, and `<root>/cann[-<ver>]` from CANN 8.5).
-The pre-flight judges these readings (`workbench.envcheck.cann`); the stack fingerprint records them.
+The pre-flight judges these readings (`workbench.check.cann`); the stack fingerprint records them.
 """
 
 from __future__ import annotations

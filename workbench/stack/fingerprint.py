@@ -11,7 +11,7 @@ Unknown values are null (no NPU here: no CANN, driver, chip). Nothing heavy is i
 torch_npu on a half-installed machine can hang) and npu-smi runs under a short timeout. The stack cannot
 change while a process runs, so `stack()` is computed once per process; `read_stack(ctx)` is the
 uncached reader that tests point at fake Ascend trees. The pre-flight judges the same readings
-(`workbench.envcheck`); `regress` and `lock` compare two fingerprints.
+(`workbench.check`); `regress` and `lock` compare two fingerprints.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The NPU driver and firmware installed on disk: versions, the firmware range the driver accepts, and the
 driver's inner version and component versions (from `<root>/driver/version.info` and
 `<root>/firmware/version.info`). What is *loaded* comes from npu-smi (`workbench.stack.npu_smi`); the
-pre-flight compares the two (`workbench.envcheck.firmware`).
+pre-flight compares the two (`workbench.check.firmware`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Parsers for the small version files Ascend packages install, and Ascend version ordering.
 
-Formats handled (samples in tests/fixtures/envcheck/):
+Formats handled (samples in tests/fixtures/check/):
 - `key=value` lines: CANN `ascend_toolkit_install.info` (version=8.2.RC1), component `version.info`
   (Version=8.2.0.0.201, version_dir=8.2.RC1), driver/firmware `version.info`
   (Version=25.0.rc1.1, compatible_version_fw=[7.0.0,7.7.99]);

@@ -1,6 +1,6 @@
-"""`npu-smi info`: run it and parse its table (the pre-flight judges it: `workbench.envcheck.npu_smi`).
+"""`npu-smi info`: run it and parse its table (the pre-flight judges it: `workbench.check.npu_smi`).
 
-The table is fixed-width text whose columns vary by card family (samples in tests/fixtures/envcheck/):
+The table is fixed-width text whose columns vary by card family (samples in tests/fixtures/check/):
 
     | NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
     | Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |

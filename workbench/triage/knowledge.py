@@ -42,7 +42,7 @@ TORCH_NPU_CODE_PRIORITY = 30
 class VerifyStep(str, enum.Enum):
     """Workbench steps that confirm a fix on the Ascend machine."""
 
-    CHECK = "check"  # the pre-flight; target: a check group (workbench.envcheck.Group value)
+    CHECK = "check"  # the pre-flight; target: a check group (workbench.check.Group value)
     COMPARE_OPS = "compare-ops"  # the op suite; target: an op of recipes/ops (none: the op the log names)
     BISECT = "bisect"  # feature-by-feature enabling; target: a feature of recipes/features/ascend.yaml
     RECIPE = "recipe"  # change a serving-recipe key (target: e.g. engine.enforce_eager), then smoke

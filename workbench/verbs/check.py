@@ -70,9 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.cluster:
         return handle_cluster(args)
-    from workbench.envcheck import api as envcheck
+    from workbench.check import api as check
 
-    ctx = envcheck.CheckContext.from_environment(
+    ctx = check.CheckContext.from_environment(
         ascend_root=args.ascend_root,
         matrix_files=args.matrix,
         source_checkouts=tuple(args.source),
@@ -80,12 +80,12 @@ def handle(args: argparse.Namespace) -> int:
         run_probe=not args.no_probe,
         probe_timeout_s=args.probe_timeout,
     )
-    report = envcheck.run_checks(ctx)
-    print(envcheck.to_text(report))
+    report = check.run_checks(ctx)
+    print(check.to_text(report))
     if args.json:
-        print(f"json: {envcheck.write_json(report, args.json)}")
+        print(f"json: {check.write_json(report, args.json)}")
     if args.html:
-        print(f"html: {envcheck.write_html(report, args.html)}")
+        print(f"html: {check.write_html(report, args.html)}")
     return 1 if report.failed else 0
 
 

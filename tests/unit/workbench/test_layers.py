@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "cluster",
                 "deploy",
                 "embedded_models",
-                "envcheck",
+                "check",
                 "evaluate",
                 "lint",
                 "profiling",

@@ -89,8 +89,8 @@ def test_atb_kernels_go_native_with_the_reason_when_atb_is_missing(monkeypatch):
 
 
 def test_preflight_items_report_atb_and_the_chosen_kernels(monkeypatch):
-    from workbench.envcheck.npu_kernels import device_checks
-    from workbench.envcheck.result import Status
+    from workbench.check.npu_kernels import device_checks
+    from workbench.check.result import Status
 
     available = NpuStatus(NpuUnavailable.AVAILABLE, "torch_npu 2.7.1.post1", "")
     missing = NpuStatus(NpuUnavailable.ATB_MISSING, NNAL_MESSAGE, device_mod.ATB_FIX)

@@ -10,7 +10,7 @@ import yaml
 from tests.conftest import REPO_ROOT
 from workbench.accuracy.opsuite import load_cases
 from workbench.bisect.plan import load_plan
-from workbench.envcheck.matrix import load_matrix
+from workbench.check.matrix import load_matrix
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
 from workbench.sweep.spec import load_sweep_spec

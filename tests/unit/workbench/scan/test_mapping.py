@@ -41,7 +41,7 @@ def test_every_row_cites_a_source_pinned_to_the_referenced_tags():
 def test_verify_steps_name_things_the_workbench_has():
     from workbench.accuracy.opsuite import load_cases
     from workbench.bisect.plan import features_dir, load_plan
-    from workbench.envcheck.result import Group
+    from workbench.check.result import Group
 
     ops = {case.op for case in load_cases()}
     features = {f.name for f in load_plan(features_dir() / "ascend.yaml").features}

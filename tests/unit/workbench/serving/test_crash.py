@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES
-from workbench.envcheck.shm import check_shm
+from workbench.check.shm import check_shm
 from workbench.serving.crash import (
     SIGNAL_KINDS,
     CrashKind,

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from tests.unit.workbench.envcheck.fakes import board_with_firmware, build_ascend_tree, install_fake_npu_smi, make_ctx
+from tests.unit.workbench.check.fakes import board_with_firmware, build_ascend_tree, install_fake_npu_smi, make_ctx
 from workbench.stack import cann, fingerprint, host, provenance
 from workbench.stack.model_hashes import model_hashes
 

@@ -58,9 +58,12 @@ def test_same_stack_no_change_and_unknown_stack_says_native():
     assert unknown["paged_decode_attention"] == ("_npu_paged_attention", "native")
 
 
-def test_chip_matters_a5_writes_the_cache_with_scatter():
+def test_chip_matters_a5_writes_the_cache_natively_until_the_norm_mode_fix():
+    """A5's scatter write without `cache_mode` gets op-plugin 7.2/7.3's PA_NZ default into an ND cache up to
+    v0.19.1rc1 (fixed by vllm-ascend PR #9432), so the table sends it to the native path there; from v0.20.2rc1
+    vllm-ascend passes the Norm mode and the kernel is used."""
     a5 = {**V0180, "chip": "Ascend950PR"}
-    assert by_op(kernel_diff(V0180, a5))["reshape_and_cache"] == ("_npu_reshape_and_cache", "npu_scatter_pa_kv_cache")
+    assert by_op(kernel_diff(V0180, a5))["reshape_and_cache"] == ("_npu_reshape_and_cache", "native")
 
 
 def test_selection_table_of_a_stack_cites_every_row():
@@ -160,13 +163,11 @@ def test_diff_reports_a_changed_recipe_as_changed_arguments():
     changes = {
         c.op: c for c in kernel_diff_contexts(side_context("0.20.2rc1,A5", base), side_context("0.19.1rc1,A5", base))
     }
-    write = changes["reshape_and_cache"]
-    assert write.what == "arguments" and (write.recipe_a, write.recipe_b) == (
-        "scatter_pa_kv_cache_norm",
-        "scatter_pa_kv_cache",
-    )
+    write = changes["reshape_and_cache"]  # the Norm-mode fix: the kernel on one side, native on the other
+    assert write.what == "kernel" and (write.kernel_a, write.kernel_b) == ("npu_scatter_pa_kv_cache", "native")
     dynamic = {c.op: c for c in kernel_diff_contexts(side_context("0.21.0rc1", base), side_context("0.22.1rc1", base))}
-    assert dynamic["w8a8_dynamic_linear"].recipe_b == "dynamic_quant_int8"
+    quant = dynamic["w8a8_dynamic_linear"]  # the same kernel, called with the int8 recipe from v0.22.1rc1
+    assert quant.what == "arguments" and (quant.recipe_a, quant.recipe_b) == ("dynamic_quant", "dynamic_quant_int8")
 
 
 def test_a_bad_side_spec_is_one_clear_error():

@@ -47,7 +47,7 @@ def test_every_family_a_code_or_signature_names_has_advice_with_ranked_causes(kb
 def test_verify_steps_name_things_the_workbench_has(kb):
     from workbench.accuracy.opsuite import load_cases
     from workbench.bisect.plan import features_dir, load_plan
-    from workbench.envcheck.result import Group
+    from workbench.check.result import Group
     from workbench.recipes import EngineArgs, ServingRecipe
 
     ops = {case.op for case in load_cases()}
