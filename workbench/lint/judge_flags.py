@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from packaging.version import Version
+
 from workbench.lint.command import Occurrence
 from workbench.lint.findings import Finding, FindingKind
 from workbench.results.verdict import Verdict
 from workbench.truth.table import VllmVersion
+
+# vLLM takes a JSON-valued flag's keys one by one (`--json-arg.key value`) from 0.9.0 on
+JSON_KEYS_FROM = Version("0.9.0")
+CITE_JSON_KEYS = "https://github.com/vllm-project/vllm/blob/v0.9.0/vllm/engine/arg_utils.py#L186-L190"
 
 
 class FlagQuestions:
@@ -44,7 +50,9 @@ class FlagQuestions:
                     cite=versions[0].cite,
                 )
             return self._finding(occ, FindingKind.OK, Verdict.PASS, f"vLLM {self.target.vllm_label} flag")
-        from packaging.version import Version
+        keyed = self._json_key(occ, flag, versions)
+        if keyed is not None:
+            return keyed
 
         now = max(Version(v.version) for v in versions)
         known = [v for v in self.table.vllm_versions() if flag_in(flag, [v])]
@@ -101,6 +109,24 @@ class FlagQuestions:
             migrate=(f"flag.{close}", occ.value) if close else ("", None),
         )
 
+    def _json_key(self, occ: Occurrence, flag: str, versions: list[VllmVersion]) -> Finding | None:
+        """`--json-arg.key value`: from vLLM 0.9.0 its parser reads a key of a JSON-valued flag passed on its own
+        as that flag with `{"key": value}` (the json_tip of vllm/engine/arg_utils.py@v0.9.0:186-190), so
+        `--limit-mm-per-prompt.image 2` is the flag --limit-mm-per-prompt, not an unknown one."""
+
+        base, dot, key = flag.partition(".")
+        if not dot or not key or not flag_in(base, versions):
+            return None
+        if min(Version(v.version) for v in versions) < JSON_KEYS_FROM:
+            return None
+        return self._finding(
+            occ,
+            FindingKind.OK,
+            Verdict.PASS,
+            f"vLLM {self.target.vllm_label} reads {flag} as {base} with the JSON key {key}",
+            cite=CITE_JSON_KEYS,
+        )
+
     def _compilation(self, occ: Occurrence) -> Finding | None:
         key = occ.name.split(".", 1)[0]
         top = f"compilation_config.{key}"
@@ -124,7 +150,6 @@ class FlagQuestions:
             if tie is not None:
                 reason += f"; on Ascend: {tie.fix}"
             return self._finding(occ, FindingKind.OK, Verdict.PASS, reason)
-        from packaging.version import Version
 
         now = max(Version(v.version) for v in versions)
         known = [v for v in self.table.vllm_versions() if key in v.compilation_keys]

@@ -213,6 +213,9 @@ def _summary(lines: list[str]) -> Iterator[tuple[str, str]]:
     several on one line ('vllm-ascend 0.9.1-dev torch 2.5.1 hdk 25.1.rc2 cann 8.2.rc1')."""
     for line in lines:
         text = line.strip().strip("|").strip()
+        if _CHIP.fullmatch(text):  # a line that is only the chip's name ('310p', 'Ascend 910B3')
+            yield "chip", _chip(text) or text
+            continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.count("|") >= 2 else []
         if len(cells) >= 2:
             key = _key_of(cells[0])
@@ -234,7 +237,7 @@ def _summary(lines: list[str]) -> Iterator[tuple[str, str]]:
 
 
 _PAIR = re.compile(
-    r"(?P<name>[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff-]*(?: [A-Za-z]+)?)\s*(?:[:：=]+|==|\s)\s*\[?(?P<value>v?\d[^\s,，;；)\]|]*(?: rc\d+)?)"
+    r"(?P<name>[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff-]*(?: [A-Za-z]+)?)\s*(?:[:：=]+|==|\s)\s*\[?(?P<value>v?\d[^\s,，;；)\]|\u4e00-\u9fff]*(?: rc\d+)?)"
 )
 
 
@@ -242,12 +245,15 @@ _JOINER = r"\s*(?:&|和|\band\b)\s*"
 _SHARED = re.compile(
     r"^([\w.-]+?(?:" + _JOINER + r"[\w.-]+?)+)\s*(?:版本|[Vv]ersions?)?\s*(?:==|[:：=]|\s)\s*(" + VERSION + ")"
 )
-# a component's name run into its version: 'cann8.1.rc1', 'python3.10'
-_GLUED = re.compile(r"(?i)(?<![\w/.-])(cann|hdk|python|torch_npu|torch-npu|torch|vllm-ascend|vllm_ascend|vllm)(?=\d)")
+# a component's name run into its version: 'cann8.1.rc1', 'python3.10', 'CANN8.2RC' after Chinese prose, and
+# a package name joined to its version by a hyphen as wheels and sdists are named ('vllm-ascend-0.14.0rc2')
+_GLUED = re.compile(
+    r"(?i)(?<![A-Za-z0-9_/.-])(?:(cann|hdk|python)|(torch_npu|torch-npu|torch|vllm-ascend|vllm_ascend|vllm)-?)(?=\d)"
+)
 
 
 def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
-    text = _GLUED.sub(r"\1 ", text)
+    text = _GLUED.sub(lambda m: (m.group(1) or m.group(2)) + " ", text)
     # 'torch & torch-npu==2.5.1', 'vllm和vllm-ascend版本 v0.11.0': one value for every name joined by '&' / '和'
     shared = _SHARED.match(text)
     if shared:

@@ -53,3 +53,4 @@ class FailureKind(str, enum.Enum):
     COMPILER_POOL = "compiler_pool"  # CANN's operator compiler (TBE) or its subprocess pool failed
     UNSUPPORTED_FEATURE = "unsupported_feature"  # a model, architecture or feature the release does not serve
     CONFIG_REFUSED = "config_refused"  # vLLM or vllm-ascend refused a setting at start-up (what `lint` judges)
+    KV_TRANSFER = "kv_transfer"  # a KV-cache connector (Mooncake, LLMDataDist) could not reach or send to its peer

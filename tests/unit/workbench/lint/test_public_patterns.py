@@ -102,3 +102,19 @@ def test_variables_that_are_not_vllms():
     assert _finding(text, "v0.13.0", "env.VLLM_EXTRA_ARGS").severity.value == "pass"
     label = _finding(text, "v0.13.0", "env.VLLM_SERVICE_LABEL")
     assert label.severity.value == "warning" and "{name}" not in label.reason
+
+
+@pytest.mark.parametrize(
+    ("release", "flag"),
+    [
+        ("v0.14.0rc1", "--limit-mm-per-prompt.video"),  # docs/source/tutorials/Qwen3-VL-30B-A3B-Instruct.md@v0.14.0rc1
+        ("v0.20.2rc1", "--speculative-config.method"),  # docs/source/tutorials/models/Hy3-preview.md@v0.20.2rc1
+    ],
+)
+def test_a_json_flag_takes_its_keys_one_by_one(release, flag):
+    """vllm/engine/arg_utils.py@v0.9.0:186-190: `--json-arg.key value` is `--json-arg '{"key": value}'`."""
+    finding = _finding(f"vllm serve Qwen/Qwen3-8B {flag} 1", release, f"flag.{flag}")
+    assert finding.severity.value == "pass", finding.reason
+    assert _finding(f"vllm serve Qwen/Qwen3-8B {flag}x 1", release, f"flag.{flag}x").severity.value == "pass"
+    unknown = _finding("vllm serve Qwen/Qwen3-8B --no-such-flag.key 1", release, "flag.--no-such-flag.key")
+    assert unknown.severity.value == "error"

@@ -1,0 +1,43 @@
+"""Failures without an Ascend code that the second round of the public record taught triage (development half
+only): each log is a thread's own lines, with the family, cause and fix the knowledge base gives it."""
+
+from __future__ import annotations
+
+from workbench.triage.api import triage_text
+from workbench.triage.kinds import FailureKind
+
+# vllm-project/vllm-ascend#7401: Mooncake's ascend_direct transport cannot reach the decode node
+KV_TRANSFER = """\
+E20260608 14:45:44.404089 342420 ascend_direct_transport.cpp:1107] Connect timeout to: 10.2:20033, you can increase the timeout duration to reduce the ASCEND_CONNECT_TIMEOUT environment variable.
+E20260608 14:45:44.404292 342420 ascend_direct_transport.cpp:836] Transfer slice failed with status: 103902
+(Worker_DP0_EP0 pid=335952) ERROR 06-08 14:45:44 [mooncake_hybrid_connector.py:551] Mooncake transfer failed for request chatcmpl-270f82b6
+"""
+
+# vllm-project/vllm-ascend#516 (the maintainers' note on it: #72, #122)
+CUDA_PATH = """\
+(NPURayWorkerWrapper pid=26491) ERROR 04-14 19:53:35 worker_base.py:581]     dist.all_reduce(input_, group=self.device_group)
+AssertionError: Torch not compiled with CUDA enabled
+"""
+
+
+def _first(log: str):
+    report = triage_text(log, source="test")
+    assert report.first is not None
+    return report.first.diagnosis
+
+
+def test_a_kv_connector_that_cannot_reach_its_peer_is_kv_transfer():
+    diagnosis = _first(KV_TRANSFER)
+    assert diagnosis.kind is FailureKind.KV_TRANSFER
+    assert "use_ascend_direct" in diagnosis.fix
+
+
+def test_a_cuda_only_vllm_path_on_the_npu_is_a_feature_the_release_does_not_serve():
+    assert _first(CUDA_PATH).kind is FailureKind.UNSUPPORTED_FEATURE
+
+
+def test_an_engine_that_died_without_its_cause_in_the_log_stays_unknown():
+    """vllm-project/vllm-ascend#3513: nothing in these lines says why; `unknown` with the lines read."""
+    log = "(APIServer pid=3478) ERROR 10-16 16:27:53 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.\n"
+    report = triage_text(log, source="test")
+    assert report.first is None or report.first.diagnosis.kind is FailureKind.UNKNOWN
