@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "profiling",
                 "quantize",
                 "regress",
+                "replay",
                 "run",
                 "scan",
                 "serving",
