@@ -75,7 +75,10 @@ def test_the_proxy_passes_a_real_servers_bytes_through_untouched(tiny_server, tm
                 "top_logprobs": 2,
             },
         ),
-        ("/v1/completions", {"prompt": "The sea", "max_tokens": 6, "temperature": 0, "stream": True, "n": 2}),
+        (
+            "/v1/completions",
+            {"prompt": "The sea", "max_tokens": 6, "temperature": 0.8, "seed": 7, "stream": True, "n": 2},
+        ),
     ]
     with (
         api.capture_proxy(api.CaptureRequest(tiny_server.url, tmp_path / "t", port=0)) as proxy,

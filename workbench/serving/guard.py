@@ -157,10 +157,11 @@ def _mixed_word_share(text: str, han_text: bool) -> float:
 # -- checks ----------------------------------------------------------------------------------------------
 
 
-def _longest_run(text: str) -> tuple[int, str]:
+def _longest_run(items: Sequence) -> tuple[int, object]:
+    """The longest run of one item (a character, or a token id) and the item; whitespace never runs."""
     best, best_char, run, previous = 0, "", 0, None
-    for char in text:
-        run = run + 1 if char == previous and not char.isspace() else 1
+    for char in items:
+        run = run + 1 if char == previous and not (isinstance(char, str) and char.isspace()) else 1
         previous = char
         if run > best:
             best, best_char = run, char

@@ -313,14 +313,15 @@ def read_trace(path: Path | str, limit: int | None = None) -> tuple[TraceRecord,
     if not path.is_file():
         raise WorkbenchError(f"{path}: no trace there; record one with `ascend-workbench capture` or import one")
     first = _first_line(path)
-    if TRACE_KIND.matches(first):
-        TRACE_KIND.check(first, path)  # a newer layout is refused with the fix, never half read
+    if not TRACE_KIND.matches(first):
+        raise WorkbenchError(
+            f"{path}: not a trace (its lines are not stamped kind 'trace'); a Mooncake, GuideLLM or vLLM log file is "
+            "imported first: ascend-workbench capture --import FORMAT FILE --out DIR"
+        )
+    TRACE_KIND.check(first, path)  # a newer layout is refused with the fix, never half read
     contents = JsonlLog(path).read(TraceRecord.from_dict)
     if not contents.records:
-        raise WorkbenchError(
-            f"{path}: holds no trace lines (each line is stamped kind 'trace'); a Mooncake, GuideLLM or vLLM log "
-            "file is imported first: ascend-workbench capture --import FORMAT FILE --out DIR"
-        )
+        raise WorkbenchError(f"{path}: holds no readable trace line; every line is damaged (see the warnings)")
     ids = [r.id for r in contents.records]
     if len(set(ids)) != len(ids):
         duplicate = next(i for i in ids if ids.count(i) > 1)
