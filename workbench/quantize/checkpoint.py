@@ -46,9 +46,12 @@ from workbench.embedded_models.catalog import resolve_model
 from workbench.errors import WorkbenchError
 from workbench.quantize.calibrate import calibration_texts, observe_ranges, tokenize
 from workbench.quantize.request import QuantizeRequest, QuantizeResult
+from workbench.results.envelope import DocumentKind, write_result
 from workbench.results.files import staged_directory
 from workbench.stack.dtypes import dtype_name, parse_dtype
 from workbench.stack.provenance import provenance
+
+QUANTIZATION_KIND = DocumentKind("quantization")  # quantization.json beside a checkpoint: what was written
 
 REPORT_FILE = "quantization.json"
 # Files of the source directory that are weights or its own bookkeeping, not model configuration.
@@ -156,8 +159,11 @@ def write_weight_only(
     wrong = sorted({s.value for s in plan.values()} - {"W4A16", "W8A16", "FLOAT"})
     if wrong:
         raise WorkbenchError(f"a weight-only checkpoint holds W4A16 / W8A16 / FLOAT layers, not {wrong[0]}")
-    layers = {p: quantize_weight_only(state[f"{p}.weight"], s, group_size, torch_dtype)
-              for p, s in plan.items() if s is not PlanScheme.FLOAT}  # fmt: skip
+    layers = {
+        p: quantize_weight_only(state[f"{p}.weight"], s, group_size, torch_dtype)
+        for p, s in plan.items()
+        if s is not PlanScheme.FLOAT
+    }
     owned = {f"{p}.weight" for p in layers}
     tensors = {n: (t.to(torch_dtype) if t.is_floating_point() else t) for n, t in state.items() if n not in owned}
     tensors.update(pack_quantized_tensors(layers, torch_dtype))
@@ -169,15 +175,22 @@ def write_weight_only(
         (staging / "config.json").write_text(json.dumps(full, indent=2) + "\n", encoding="utf-8")
         write_tensors(tensors, staging / compressed_tensors.WEIGHT_FILE, {"format": "pt"})
         layers = [{"layer": p, "type": plan.get(p, PlanScheme.FLOAT).value} for p in prefixes]
-        _write_plan_report(staging, source, note, format="compressed-tensors (pack-quantized)",
-                           dtype=dtype_name(torch_dtype), group_size=group_size, layers=layers)  # fmt: skip
+        _write_plan_report(
+            staging,
+            source,
+            note,
+            format="compressed-tensors (pack-quantized)",
+            dtype=dtype_name(torch_dtype),
+            group_size=group_size,
+            layers=layers,
+        )
     return out
 
 
 def _write_plan_report(staging: Path, source: Path, note: dict[str, Any] | None, **fields: Any) -> None:
     """quantization.json of a plan checkpoint: what was written, from which source, the caller's note, provenance."""
-    report = {**fields, "source": str(source), **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}
-    (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    report = {**fields, "source": str(source), **(note or {})}
+    write_result(staging / REPORT_FILE, report, provenance(model_dir=source, device="cpu"), QUANTIZATION_KIND)
 
 
 def checkpoint_dtype(requested: str, config: dict[str, Any], fmt: QuantFormat) -> torch.dtype:
@@ -232,6 +245,5 @@ def write_report(path: Path, result: QuantizeResult, ranges: dict | None) -> Non
         "source": str(result.source),
         "calibration": result.calibration,
         "layers": layers,
-        "provenance": provenance(model_dir=result.source, device="cpu"),
     }
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_result(path, report, provenance(model_dir=result.source, device="cpu"), QUANTIZATION_KIND)
