@@ -120,8 +120,8 @@ def vllm_bench_fidelity(url: str, model_dir: str, trace: Path, work: Path) -> di
 
 def our_fidelity(url: str, model_dir: str, trace: Path, work: Path) -> dict:
     imported = work / f"ours-{time.monotonic_ns()}"
-    api.run_import(
-        api.ImportRequest(
+    api.run_import_trace(
+        api.ImportTraceRequest(
             api.TraceSource.MOONCAKE, trace, imported / "trace", tokenizer=Path(model_dir), block_size=BLOCK
         )
     )

@@ -170,8 +170,8 @@ def test_bench_sends_a_trace_and_reports_the_output_guard(tiny_server, tiny_trac
 
 
 def test_a_real_vllm_request_log_imports_and_replays(tiny_server, tmp_path):
-    imported = api.run_import(
-        api.ImportRequest(api.TraceSource.VLLM_LOG, FIXTURES / "vllm032_debug_requests.log", tmp_path / "log")
+    imported = api.run_import_trace(
+        api.ImportTraceRequest(api.TraceSource.VLLM_LOG, FIXTURES / "vllm032_debug_requests.log", tmp_path / "log")
     )
     assert imported.requests == 3 and imported.classes == {"chat": 2, "completion": 1}
     result = api.run_replay(

@@ -2,7 +2,7 @@
 
 with capture_proxy(CaptureRequest(upstream=url, out=trace_dir, port=0)) as proxy:   # record a service's traffic
     send_traffic(proxy.url, TrafficSpec(model))                                    # (or let its clients talk)
-run_import(ImportRequest(TraceSource.MOONCAKE, path, out, tokenizer=model_dir))     # or import a trace
+run_import_trace(ImportTraceRequest(TraceSource.MOONCAKE, path, out, tokenizer=model_dir))     # or import a trace
 result = run_replay(ReplayRequest(trace_dir, recipe=candidate))                     # replay, judge, save
 print(result.text()); result.parity_table(); parity_chart(result.class_table())
 handoff = to_twin(result.verdicts, read_trace(trace_dir), out, reference=..., candidate=...)   # -> twin
@@ -15,12 +15,12 @@ from pathlib import Path
 from workbench.replay.capture import (
     CaptureRequest,
     CaptureResult,
-    ImportRequest,
+    ImportTraceRequest,
     TraceSource,
     capture_proxy,
     read_capture,
     run_capture,
-    run_import,
+    run_import_trace,
 )
 from workbench.replay.charts import latency_chart, parity_chart
 from workbench.replay.experiment import ExperimentPlan, ExperimentReport, run_experiment
@@ -54,7 +54,7 @@ __all__ = [
     "Columns",
     "ExperimentPlan",
     "ExperimentReport",
-    "ImportRequest",
+    "ImportTraceRequest",
     "Parity",
     "ReplayRequest",
     "ReplayResult",
@@ -72,7 +72,7 @@ __all__ = [
     "read_trace",
     "run_capture",
     "run_experiment",
-    "run_import",
+    "run_import_trace",
     "run_folder",
     "run_replay",
     "send_traffic",

@@ -1,7 +1,7 @@
 """The capture use cases: record a service's traffic through the proxy, or import a trace users already have.
 
     result = run_capture(CaptureRequest(upstream="http://gpu-host:8000", out=Path("runs/capture/prod")))
-    result = run_import(ImportRequest(TraceSource.MOONCAKE, Path("conversation_trace.jsonl"), out, tokenizer=dir))
+    result = run_import_trace(ImportTraceRequest(TraceSource.MOONCAKE, Path("conversation_trace.jsonl"), out, tokenizer=dir))
 
 Either way the directory holds `trace.jsonl` (`workbench.serving.load.trace`) and `capture.json`
 (`CAPTURE_KIND`): where the trace came from, how many requests of each class, sessions, and — for a proxy
@@ -172,7 +172,7 @@ def read_capture(directory: Path) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class ImportRequest:
+class ImportTraceRequest:
     source: TraceSource
     path: Path
     out: Path
@@ -193,7 +193,7 @@ class ImportRequest:
             raise WorkbenchError(f"--limit {self.limit}: import at least one request")
 
 
-def _length_records(request: ImportRequest) -> list[TraceRecord]:
+def _length_records(request: ImportTraceRequest) -> list[TraceRecord]:
     from workbench.serving.load.workload import load_tokenizer
 
     spec = LengthImport(
@@ -221,7 +221,7 @@ def _length_records(request: ImportRequest) -> list[TraceRecord]:
     )
 
 
-def run_import(request: ImportRequest) -> CaptureResult:
+def run_import_trace(request: ImportTraceRequest) -> CaptureResult:
     """Turn `request.path` into `out/trace.jsonl` (see `workbench.replay.imports`)."""
     began = time.monotonic()
     out = _fresh(request.out)
@@ -239,10 +239,10 @@ __all__ = [
     "CAPTURE_KIND",
     "CaptureRequest",
     "CaptureResult",
-    "ImportRequest",
+    "ImportTraceRequest",
     "TraceSource",
     "capture_proxy",
     "read_capture",
     "run_capture",
-    "run_import",
+    "run_import_trace",
 ]

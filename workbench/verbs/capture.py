@@ -95,17 +95,17 @@ def run(args: argparse.Namespace) -> int:
         CaptureRequest,
         CaptureSettings,
         Columns,
-        ImportRequest,
+        ImportTraceRequest,
         TraceSource,
         run_capture,
-        run_import,
+        run_import_trace,
     )
 
     if args.import_format is not None:
         if args.path is None:
             raise WorkbenchError("--import FORMAT takes the file to import: capture --import mooncake FILE --out DIR")
         columns = Columns(**dict(_column(c) for c in args.column))
-        request = ImportRequest(
+        request = ImportTraceRequest(
             TraceSource(args.import_format),
             args.path,
             args.out,
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             columns,
             args.limit,
         )
-        print(run_import(request).text())
+        print(run_import_trace(request).text())
         return 0
     if args.path is not None:
         raise WorkbenchError(f"{args.path}: a file goes with --import FORMAT; the proxy records what it forwards")

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from workbench.errors import WorkbenchError
-from workbench.replay.capture import ImportRequest, TraceSource, run_import
+from workbench.replay.capture import ImportTraceRequest, TraceSource, run_import_trace
 from workbench.replay.imports.lengths import Columns
 from workbench.serving.load.trace import read_trace
 from workbench.serving.load.workload import load_tokenizer
@@ -17,8 +17,8 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures" / "replay"
 
 
 def test_mooncake_prompts_have_the_recorded_lengths_and_share_blocks_where_hash_ids_repeat(tiny_dir, tmp_path):
-    result = run_import(
-        ImportRequest(
+    result = run_import_trace(
+        ImportTraceRequest(
             TraceSource.MOONCAKE,
             FIXTURES / "mooncake_conversation_head.jsonl",
             tmp_path / "mc",
@@ -42,8 +42,8 @@ def test_mooncake_prompts_have_the_recorded_lengths_and_share_blocks_where_hash_
 
 
 def test_a_weka_conversation_is_a_session_sent_turn_after_turn(tiny_dir, tmp_path):
-    run_import(
-        ImportRequest(
+    run_import_trace(
+        ImportTraceRequest(
             TraceSource.WEKA,
             FIXTURES / "weka_sample_trace.json",
             tmp_path / "w",
@@ -60,8 +60,8 @@ def test_a_weka_conversation_is_a_session_sent_turn_after_turn(tiny_dir, tmp_pat
 def test_guidellm_columns_are_named_as_the_file_names_them(tiny_dir, tmp_path):
     source = tmp_path / "guidellm.jsonl"
     source.write_text('{"ts": 0.5, "in": 12, "out": 3}\n{"ts": 1.5, "in": 20, "out": 4}\n')
-    run_import(
-        ImportRequest(
+    run_import_trace(
+        ImportTraceRequest(
             TraceSource.GUIDELLM,
             source,
             tmp_path / "g",
@@ -71,11 +71,13 @@ def test_guidellm_columns_are_named_as_the_file_names_them(tiny_dir, tmp_path):
     )
     assert [(r.arrival_s, r.lengths["input_tokens"]) for r in read_trace(tmp_path / "g")] == [(0.0, 12), (1.0, 20)]
     with pytest.raises(WorkbenchError, match="no 'timestamp'"):
-        run_import(ImportRequest(TraceSource.GUIDELLM, source, tmp_path / "g2", tokenizer=tiny_dir))
+        run_import_trace(ImportTraceRequest(TraceSource.GUIDELLM, source, tmp_path / "g2", tokenizer=tiny_dir))
 
 
 def test_vllm_request_logs_of_both_shapes_import_and_prompt_less_logs_are_refused(tmp_path):
-    new = run_import(ImportRequest(TraceSource.VLLM_LOG, FIXTURES / "vllm032_debug_requests.log", tmp_path / "new"))
+    new = run_import_trace(
+        ImportTraceRequest(TraceSource.VLLM_LOG, FIXTURES / "vllm032_debug_requests.log", tmp_path / "new")
+    )
     records = read_trace(tmp_path / "new")
     assert (
         new.classes == {"chat": 2, "completion": 1}
@@ -83,7 +85,7 @@ def test_vllm_request_logs_of_both_shapes_import_and_prompt_less_logs_are_refuse
     )
     assert records[0].answer.choices[0].text == "The capital of France is Paris." and records[1].body["seed"] == 1
     assert [r.arrival_s for r in records] == [0.0, 9.0, 34.0]
-    run_import(ImportRequest(TraceSource.VLLM_LOG, FIXTURES / "vllm_old_requests.log", tmp_path / "old"))
+    run_import_trace(ImportTraceRequest(TraceSource.VLLM_LOG, FIXTURES / "vllm_old_requests.log", tmp_path / "old"))
     old = read_trace(tmp_path / "old")[0]
     assert old.body["prompt"].startswith("<|im_start|>system\nYou are a helpful assistant.")
     assert (old.body["temperature"], old.body["top_p"], old.body["top_k"], old.body["max_tokens"]) == (
@@ -93,15 +95,19 @@ def test_vllm_request_logs_of_both_shapes_import_and_prompt_less_logs_are_refuse
         32742,
     )
     with pytest.raises(WorkbenchError, match="VLLM_LOGGING_LEVEL=DEBUG"):
-        run_import(ImportRequest(TraceSource.VLLM_LOG, FIXTURES / "vllm032_info_requests.log", tmp_path / "info"))
+        run_import_trace(
+            ImportTraceRequest(TraceSource.VLLM_LOG, FIXTURES / "vllm032_info_requests.log", tmp_path / "info")
+        )
 
 
 def test_bad_inputs_say_what_to_do(tiny_dir, tmp_path):
     with pytest.raises(WorkbenchError, match="no such file"):
-        ImportRequest(TraceSource.MOONCAKE, tmp_path / "nope.jsonl", tmp_path / "o")
+        ImportTraceRequest(TraceSource.MOONCAKE, tmp_path / "nope.jsonl", tmp_path / "o")
     with pytest.raises(WorkbenchError, match="--tokenizer"):
-        run_import(ImportRequest(TraceSource.MOONCAKE, FIXTURES / "mooncake_conversation_head.jsonl", tmp_path / "o"))
+        run_import_trace(
+            ImportTraceRequest(TraceSource.MOONCAKE, FIXTURES / "mooncake_conversation_head.jsonl", tmp_path / "o")
+        )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"timestamp": 0, "input_length": 4}\nnot json\n')
     with pytest.raises(WorkbenchError, match="line 2: not JSON"):
-        run_import(ImportRequest(TraceSource.MOONCAKE, bad, tmp_path / "o2", tokenizer=tiny_dir))
+        run_import_trace(ImportTraceRequest(TraceSource.MOONCAKE, bad, tmp_path / "o2", tokenizer=tiny_dir))
