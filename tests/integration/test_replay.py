@@ -203,6 +203,9 @@ def test_two_hundred_smollm2_requests_replay_alike_on_themselves_and_name_each_p
         extra_env=server_env,
     )
     report = api.run_experiment(plan)
+    print(json.dumps(report.table(), indent=1))  # the figures (run with -s to see them)
+    for name, result in {"noise": report.noise, **report.planted}.items():
+        print(f"--- {name}\n{result.text()}")
     records = api.read_trace(report.trace)
     assert len(records) >= 200 and {r.request_class for r in records} == {
         "chat",
