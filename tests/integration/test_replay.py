@@ -2,8 +2,7 @@
 
 Fast (`make test`), on the tiny model, sharing the session's pooled servers: the proxy passes a real server's
 bytes through untouched; a short multi-turn trace captured through it replays identical on the same server,
-resumes without resending, and against cpu-tiny-fault (the fault test_twin.py plants, one pooled server for
-both) comes back `different` where the fault bites, handed to a twin run that finds the first diverging token;
+resumes without resending, and against cpu-tiny-fault (one RMSNorm scaled by 3) comes back `different` where the fault bites, handed to a twin run that finds the first diverging token;
 `bench --trace` sends the trace and prints the output guard's line; a real vLLM 0.32 request log imports and replays.
 
 Long (`make test-long`): the acceptance experiment on SmolLM2 — a trace of more than 200 requests (conversations,
@@ -97,8 +96,8 @@ def test_the_proxy_passes_a_real_servers_bytes_through_untouched(tiny_server, tm
         listed = [client.get(u + "/v1/models").json()["data"] for u in (proxy.url, tiny_server.url)]
         assert [m["id"] for m in listed[0]] == [m["id"] for m in listed[1]]  # forwarded, not recorded
     records = api.read_trace(tmp_path / "t")
-    assert [r.endpoint.value for r in records] == ["chat", "chat", "completions"]
-    assert len(records[2].answer.choices) == 2 and records[1].answer.logprobs_source.value == "client"
+    assert [r.endpoint.value for r in records] == ["chat", "chat", "completions", "completions"]
+    assert len(records[3].answer.choices) == 2 and records[1].answer.logprobs_source.value == "client"
 
 
 def test_a_captured_trace_replays_identical_on_its_own_server_and_resumes(tiny_server, tiny_trace, tmp_path):
