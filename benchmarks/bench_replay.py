@@ -207,7 +207,7 @@ def acceptance(work: Path) -> None:
     import pandas as pd
 
     print(pd.DataFrame(report.table()).fillna(0).to_string(index=False))
-    for name, result in {"noise": report.noise, **report.planted}.items():
+    for name, result in {"noise": report.noise, "same": report.same, **report.planted}.items():
         print(f"--- {name}\n{result.text()}")
 
 

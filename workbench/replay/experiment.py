@@ -6,8 +6,11 @@ configurations with planted differences, and say for each which requests changed
 
 1. the reference recipe is launched and its own traffic is played through the capture proxy
    (`workbench.replay.traffic`): conversations, tool calls, JSON-schema requests, completions, some sampled;
-2. the trace is replayed on the reference itself: the configuration's own noise (`noise/`);
-3. each planted configuration is launched and the trace replayed on it, judged against the noise.
+2. the trace is replayed on the reference itself: the configuration's own noise (`noise/`, judged at the
+   policy's tolerances: its table says how far the configuration drifts from its own recording);
+3. replayed on the reference once more, judged against that noise (`same/`): what the acceptance of an
+   unchanged configuration looks like;
+4. each planted configuration is launched and the trace replayed on it, judged against the noise.
 
 Each step is a resumable run directory, so a killed experiment picks up where it stopped. Used by the long
 test (`tests/integration/test_replay.py`), `benchmarks/bench_replay.py` and notebook 12 (with the tiny model).
@@ -46,12 +49,13 @@ class ExperimentPlan:
 class ExperimentReport:
     trace: Path
     noise: ReplayResult
+    same: ReplayResult
     planted: dict[str, ReplayResult]
 
     def table(self) -> list[dict[str, Any]]:
         """One row per replay and request class: how many requests of each parity class."""
         rows = []
-        for name, result in {"noise": self.noise, **self.planted}.items():
+        for name, result in {"noise": self.noise, "same": self.same, **self.planted}.items():
             per_class: dict[str, Counter] = {}
             for verdict in result.verdicts:
                 per_class.setdefault(verdict.request_class, Counter())[verdict.parity.value] += 1
@@ -75,13 +79,14 @@ def run_experiment(plan: ExperimentPlan) -> ExperimentReport:
     trace = capture_traffic(plan, out / "trace")
     common = {"speed": plan.speed, "progress": plan.progress, "extra_env": plan.extra_env}
     noise = run_replay(ReplayRequest(trace, recipe=plan.reference, out=out / "noise", **common))
+    same = run_replay(ReplayRequest(trace, recipe=plan.reference, out=out / "same", noise=out / "noise", **common))
     planted = {
         recipe.name: run_replay(
             ReplayRequest(trace, recipe=recipe, out=out / recipe.name, noise=out / "noise", **common)
         )
         for recipe in plan.planted
     }
-    return ExperimentReport(trace, noise, planted)
+    return ExperimentReport(trace, noise, same, planted)
 
 
 __all__ = ["ExperimentPlan", "ExperimentReport", "capture_traffic", "run_experiment"]
