@@ -199,7 +199,7 @@ def acceptance(work: Path) -> None:
         reference=load_serving_recipe("cpu-smollm2-tools"),
         planted=tuple(load_serving_recipe(f"cpu-smollm2-tools-{k}") for k in ("fault", "template", "parser")),
         out=work / "acceptance",
-        traffic={"conversations": 40, "turns": 3, "single_repeats": 2},
+        traffic={"conversations": 40, "turns": 3, "single_repeats": 2, "max_tokens": 24},
     )
     began = time.monotonic()
     report = api.run_experiment(plan)

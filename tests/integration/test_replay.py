@@ -197,7 +197,7 @@ def test_two_hundred_smollm2_requests_replay_alike_on_themselves_and_name_each_p
         reference=load_serving_recipe("cpu-smollm2-tools"),
         planted=tuple(load_serving_recipe(name) for name in PLANTED),
         out=tmp_path_factory.mktemp("acceptance"),
-        traffic={"conversations": 40, "turns": 3, "single_repeats": 2},
+        traffic={"conversations": 40, "turns": 3, "single_repeats": 2, "max_tokens": 24},
         extra_env=server_env,
     )
     report = api.run_experiment(plan)
