@@ -111,3 +111,17 @@ def test_bad_inputs_say_what_to_do(tiny_dir, tmp_path):
     bad.write_text('{"timestamp": 0, "input_length": 4}\nnot json\n')
     with pytest.raises(WorkbenchError, match="line 2: not JSON"):
         run_import_trace(ImportTraceRequest(TraceSource.MOONCAKE, bad, tmp_path / "o2", tokenizer=tiny_dir))
+
+
+def test_an_aisbench_row_may_carry_its_prompt_itself(tmp_path):
+    source = tmp_path / "ais.jsonl"
+    source.write_text(
+        '{"timestamp": 0, "input_text": "Tell me about Paris.", "output_length": 8}\n'
+        '{"timestamp": 1500, "input_text": "And Rome?"}\n'
+    )
+    run_import_trace(ImportTraceRequest(TraceSource.MOONCAKE, source, tmp_path / "a"))  # no tokenizer needed
+    records = read_trace(tmp_path / "a")
+    assert [(r.arrival_s, r.body["prompt"], r.body["max_tokens"]) for r in records] == [
+        (0.0, "Tell me about Paris.", 8),
+        (1.5, "And Rome?", 1),  # AISBench's default output length
+    ]
