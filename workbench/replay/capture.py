@@ -152,6 +152,11 @@ def run_capture(request: CaptureRequest, *, announce=print) -> CaptureResult:
                 if request.max_requests is not None and proxy.recorder.stats.requests >= request.max_requests:
                     break
                 time.sleep(0.2)
+        if proxy.recorder.tasks:
+            announce(
+                f"completing {len(proxy.recorder.tasks)} recorded requests (logprobs, scores; up to "
+                f"{request.settings.drain_s:g} s)"
+            )
     return CaptureResult(**{**read_capture(request.out), "directory": Path(request.out)})
 
 

@@ -210,7 +210,7 @@ class ProxyServer:
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=180)
+        self.thread.join(timeout=self.recorder.settings.drain_s + 60)  # the lifespan's drain finishes the trace
 
 
 __all__ = ["CaptureApp", "ProxyServer", "proxy_config"]

@@ -37,6 +37,9 @@ class CaptureSettings:
 
     top_logprobs: int = 5
     score_sampled: bool = True
+    # at shutdown, how long the proxy waits for the shadow and score requests still running; those it stops
+    # are written without their logprobs (a replay then cannot tell a near tie there: `different`)
+    drain_s: float = 1800.0
 
 
 @dataclass(frozen=True)
@@ -161,9 +164,9 @@ class Recorder:
         self.stats.errors += record.answer is not None and not record.answer.ok
         self.stats.classes[record.request_class] += 1
 
-    async def drain(self, timeout_s: float = 120.0) -> None:
-        """Wait for the lines still being completed (at shutdown), then close the upstream session."""
-        deadline = time.monotonic() + timeout_s
+    async def drain(self) -> None:
+        """Wait for the lines still being completed (at shutdown, up to `drain_s`), then close the upstream session."""
+        deadline = time.monotonic() + self.settings.drain_s
         while self.tasks and time.monotonic() < deadline:
             await asyncio.wait(set(self.tasks), timeout=max(deadline - time.monotonic(), 0.01))
         for task in list(self.tasks):  # past the deadline: written without their logprobs, never dropped
