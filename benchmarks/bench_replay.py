@@ -86,10 +86,8 @@ def vllm_bench_fidelity(url: str, model_dir: str, trace: Path, work: Path) -> di
     out = work / f"vllm-{time.monotonic_ns()}"
     argv = [
         sys.executable,
-        "-m",
-        "vllm.entrypoints.cli.main",
-        "bench",
-        "serve",
+        "-c",
+        VLLM_BENCH_SERVE,
         "--backend",
         "openai",
         "--base-url",

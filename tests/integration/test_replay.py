@@ -23,6 +23,7 @@ from tests.conftest import REPO_ROOT
 from workbench import cli
 from workbench.recipes import load_serving_recipe
 from workbench.replay import api
+from workbench.settings import run_dir
 from workbench.twin.api import Side, TwinSettings, run_twin
 
 pytestmark = pytest.mark.integration
@@ -190,13 +191,11 @@ PLANTED = {
 
 
 @pytest.mark.long
-def test_two_hundred_smollm2_requests_replay_alike_on_themselves_and_name_each_planted_difference(
-    server_env, tmp_path_factory
-):
+def test_two_hundred_smollm2_requests_replay_alike_on_themselves_and_name_each_planted_difference(server_env):
     plan = api.ExperimentPlan(
         reference=load_serving_recipe("cpu-smollm2-tools"),
         planted=tuple(load_serving_recipe(name) for name in PLANTED),
-        out=tmp_path_factory.mktemp("acceptance"),
+        out=run_dir("replay-acceptance", fresh=True),  # under runs/: kept for its figures, whatever prunes /tmp
         traffic={"conversations": 40, "turns": 3, "single_repeats": 2, "max_tokens": 24},
         extra_env=server_env,
     )
