@@ -5,9 +5,10 @@ Two questions need per-token probabilities and neither may change a client's byt
 - **greedy requests** (temperature 0): where a replay's answer parts from the recorded one, were the two
   tokens nearly tied? The capture proxy asks the upstream the *same* request again after the client's
   answer is delivered (`shadow_body`: the body plus `logprobs`, `top_logprobs` and
-  `return_tokens_as_token_ids`, unstreamed), and keeps the shadow's logprobs only when the shadow answered
-  the same text and tool calls (greedy decoding of an unchanged configuration must; a mismatch is itself
-  a measurement of that configuration's run-to-run noise and is counted, not hidden).
+  `return_tokens_as_token_ids`, unstreamed), and keeps the shadow's logprobs when the shadow answered the
+  same text and tool calls. Greedy decoding of an unchanged configuration should, but on an engine whose
+  numerics depend on the batch it may not: then the shadow's answer is kept as the choice's `alternate`,
+  counted as the configuration's run-to-run noise, and a replay that gives that answer is not blamed.
 - **sampled requests** (temperature > 0): two samples differ by design, so the answer is judged as a
   distribution: the recorded answer's tokens are scored under a service (`score_answer`: the prompt
   rendered by the service's own /tokenize, the answer's tokens appended, one `/v1/completions` with
@@ -31,7 +32,7 @@ from typing import Any
 import aiohttp
 
 from workbench.replay.assemble import answer_from_body
-from workbench.serving.load.trace import Answer, Endpoint, LogprobsSource, Score, TraceRecord
+from workbench.serving.load.trace import Alternate, Answer, Endpoint, LogprobsSource, Score, TraceRecord
 
 TIMEOUT = aiohttp.ClientTimeout(total=600.0, sock_connect=30.0)
 
@@ -83,7 +84,10 @@ def attach_shadow(answer: Answer, shadow: Answer) -> tuple[Answer, int]:
     choices, mismatched = [], 0
     for mine, theirs in zip(answer.choices, shadow.choices, strict=True):
         same = mine.text == theirs.text and mine.tool_calls == theirs.tool_calls
-        choices.append(replace(mine, logprobs=theirs.logprobs) if same and theirs.logprobs else mine)
+        if same:
+            choices.append(replace(mine, logprobs=theirs.logprobs) if theirs.logprobs else mine)
+        else:  # kept as the configuration's other answer to this request
+            choices.append(replace(mine, alternate=Alternate(theirs.text, theirs.tool_calls, theirs.logprobs)))
         mismatched += not same
     attached = any(c.logprobs for c in choices)
     return replace(answer, choices=tuple(choices), logprobs_source=LogprobsSource.SHADOW if attached else None), (

@@ -28,7 +28,7 @@ import enum
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jsonschema
 
@@ -222,7 +222,24 @@ def _greedy(record: TraceRecord, recorded: Choice, replayed: Choice, tol: Tolera
         return ChoiceVerdict(Parity.IDENTICAL, "identical", drift=drift)
     if diverged is not None and diverged.parity is Parity.NEAR_TIE:
         return diverged
+    if (other := _as_alternate(recorded, replayed, tol)) is not None:
+        return other
     return _other_classes(record, recorded, replayed, diverged, drift)
+
+
+def _as_alternate(recorded: Choice, replayed: Choice, tol: Tolerances) -> ChoiceVerdict | None:
+    """A near tie when the replay gave (or nearly tied with) the answer the recorded service itself gave when
+    asked the same request again: that difference is the reference configuration's own noise."""
+    other = recorded.alternate
+    if other is None:
+        return None
+    if other.text == replayed.text and other.tool_calls == replayed.tool_calls:
+        return ChoiceVerdict(Parity.NEAR_TIE, "the recorded service gave this answer too, when asked again")
+    if other.logprobs is not None and replayed.logprobs is not None:
+        found = first_divergence(other.logprobs, replayed.logprobs, tol.tie_nats)
+        if found is not None and found.parity is Parity.NEAR_TIE:
+            return replace(found, detail=f"{found.detail} against the recorded service's second answer")
+    return None
 
 
 def _other_classes(record, recorded: Choice, replayed: Choice, diverged: ChoiceVerdict | None, drift: float):

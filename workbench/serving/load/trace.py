@@ -24,7 +24,10 @@ reference; a line looks like:
                            "tool_calls": [{"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}],
                            "logprobs": {"tokens": ["token_id:504", ...], "logprobs": [-0.02, ...],
                                         "top": [{"token_id:504": -0.02, "token_id:88": -4.1}, ...]},
-                           "score": {"token_ids": [...], "logprobs": [...]}}]}     score: sampled requests
+                           "score": {"token_ids": [...], "logprobs": [...]},      score: sampled requests
+                           "alternate": {"text": ..., "tool_calls": [...], "logprobs": {...}}}]}
+                                       alternate: the answer a second, shadow ask of a greedy request gave, when
+                                       it differed from the client's (the configuration's own noise)
 
 Version rule (`workbench.results.envelope`): a change a reader of version 1 would misread bumps the
 version; a new optional key does not. This module only holds the format: reading, writing, and the few
@@ -106,6 +109,20 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Alternate:
+    """Another answer the recorded service gave to the same greedy request when the proxy asked it again:
+    the configuration's own run-to-run noise, and an answer a replay may match (`workbench.replay.parity`)."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    logprobs: TokenLogprobs | None = None
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+    return tuple(ToolCall(str(c["name"]), str(c["arguments"])) for c in raw or ())
+
+
+@dataclass(frozen=True)
 class Choice:
     index: int
     text: str
@@ -113,16 +130,25 @@ class Choice:
     tool_calls: tuple[ToolCall, ...] = ()
     logprobs: TokenLogprobs | None = None
     score: Score | None = None
+    alternate: Alternate | None = None
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Choice:
+        other = raw.get("alternate")
         return cls(
             index=int(raw.get("index", 0)),
             text=str(raw.get("text") or ""),
             finish_reason=raw.get("finish_reason"),
-            tool_calls=tuple(ToolCall(str(c["name"]), str(c["arguments"])) for c in raw.get("tool_calls") or ()),
+            tool_calls=_tool_calls(raw.get("tool_calls")),
             logprobs=TokenLogprobs.from_dict(raw["logprobs"]) if raw.get("logprobs") else None,
             score=Score.from_dict(raw["score"]) if raw.get("score") else None,
+            alternate=Alternate(
+                str(other.get("text") or ""),
+                _tool_calls(other.get("tool_calls")),
+                TokenLogprobs.from_dict(other["logprobs"]) if other.get("logprobs") else None,
+            )
+            if other
+            else None,
         )
 
 
@@ -387,6 +413,7 @@ def class_counts(records: Sequence[TraceRecord]) -> dict[str, int]:
 
 
 __all__ = [
+    "Alternate",
     "Answer",
     "Choice",
     "Endpoint",

@@ -107,3 +107,33 @@ def test_smollm2_replayed_on_its_own_server_is_identical_and_a_changed_answer_is
     changed = ReplayLine(line.id, line.planned_s, line.sent_s, line.answer.__class__(200, (altered,)))
     verdict = judge_all([greedy], {greedy.id: changed}, {}, TOL)[0]
     assert verdict.parity is Parity.DIFFERENT and verdict.recorded and verdict.replayed.endswith("And more.")
+
+
+def test_a_replay_that_gives_the_recorded_services_other_answer_is_not_blamed():
+    from workbench.replay.logprobs import attach_shadow
+    from workbench.serving.load.trace import Answer
+
+    record = greedy_record()
+    client = Answer(200, (Choice(0, "Paris is big.", "stop"),))
+    shadow = Answer(
+        200,
+        (
+            Choice(
+                0,
+                "Paris is large.",
+                "stop",
+                logprobs=lp(["P", "l"], [-0.1, -0.7], [{"P": -0.1}, {"l": -0.7, "b": -0.71}]),
+            ),
+        ),
+    )
+    recorded, mismatched = attach_shadow(client, shadow)
+    assert (
+        mismatched == 1
+        and recorded.choices[0].alternate.text == "Paris is large."
+        and recorded.choices[0].logprobs is None
+    )
+    again = Choice(0, "Paris is large.", "stop")
+    verdict, _ = judge_choice(record, recorded.choices[0], again, None, TOL)
+    assert verdict.parity is Parity.NEAR_TIE and "when asked again" in verdict.detail
+    elsewhere = Choice(0, "Rome.", "stop", logprobs=lp(["R"], [-0.2], [{"R": -0.2, "P": -3.0}]))
+    assert judge_choice(record, recorded.choices[0], elsewhere, None, TOL)[0].parity is Parity.DIFFERENT
