@@ -116,3 +116,16 @@ def test_twin_notebook_compares_tp2_with_tp1_on_every_layer_through_the_gathered
     assert layers == {0, 1, 2, 3}
     assert all(r["verdict"] == "pass" for r in rows), [r["key"] for r in rows if r["verdict"] != "pass"][:5]
     assert min(r["cosine"] for r in rows) > 0.9999
+
+
+def test_replay_notebook_captures_a_conversation_and_names_the_planted_fault(notebook_run):
+    """Notebook 12's defaults: a multi-turn trace captured through the proxy on cpu-tiny, replayed on cpu-tiny-fault,
+    the requests the fault changed judged `different` and handed to a twin run that finds their first diverging token."""
+    replay = notebook_outputs(notebook_run, "12_replay.ipynb", "replay/*/replay/replay.json")[-1]
+    result = json.loads(replay.read_text())
+    assert (result["kind"], result["target"]) == ("replay", "recipe cpu-tiny-fault")
+    trace = [json.loads(line) for line in (replay.parent.parent / "trace" / "trace.jsonl").read_text().splitlines()]
+    assert any(r["turn"] == 1 and r["parent"] for r in trace) and len(trace) == len(result["requests"])
+    assert result["counts"].get("different", 0) > 0 and result["timing"]["requests"] == len(trace)
+    twin = json.loads((replay.parent.parent / "twin" / "twin.json").read_text())
+    assert twin["summary"]["diverged"] + twin["summary"]["near_ties"] > 0

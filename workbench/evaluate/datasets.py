@@ -19,6 +19,9 @@ more than chat. Three sources, one shape (`Dataset` of `Problem`s):
   HumanEval's own spelling (`task_id`, `canonical_solution`) is accepted too, so HumanEval-format files
   (HumanEval+ and the like) load as they are. A malformed line is one `WorkbenchError` naming the file,
   the line and the key.
+- a TRACE (`ascend-workbench capture`'s trace.jsonl or its directory; docs/replay.md): each request is a
+  problem — its chat messages (system, user and assistant text) or its text prompt, the recorded answer as
+  the reference — so `twin --prompts TRACE` and `evaluate --dataset TRACE` run the service's own traffic.
 
 API for other modules (e.g. W8A8 calibration):
 
@@ -47,6 +50,7 @@ from pydantic import Field, model_validator
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import Frozen, validate_recipe
+from workbench.serving.load.trace import Endpoint, is_trace_file, message_text, read_trace, trace_path
 
 HUMANEVAL = "humaneval"
 TEXT = "text"
@@ -279,6 +283,8 @@ def load_dataset(name_or_path: str | Path, limit: int | None = None) -> Dataset:
     if text == TEXT:
         return text_set().head(limit)
     path = Path(text).expanduser()
+    if is_trace_file(path):
+        return trace_dataset(path).head(limit)
     if not path.is_file():
         import difflib
 
@@ -286,6 +292,27 @@ def load_dataset(name_or_path: str | Path, limit: int | None = None) -> Dataset:
         hint = f"did you mean '{close[0]}'?" if close else "give a JSONL file (schema: workbench/evaluate/datasets.py)"
         raise WorkbenchError(f"--dataset {text!r}: not a shipped data set ({', '.join(SHIPPED)}) nor a file; {hint}")
     return Dataset(_stem(path), read_jsonl_problems(path), str(path), "the file's own").head(limit)
+
+
+def trace_dataset(path: Path) -> Dataset:
+    """A trace as a data set (see the module docstring); token-id prompts and empty requests are left out."""
+    problems = []
+    for record in read_trace(path):
+        reference = (
+            record.answer.choices[0].text if record.answer and record.answer.ok and record.answer.choices else None
+        )
+        if record.endpoint is Endpoint.CHAT:
+            turns = tuple(
+                ChatMessage(m["role"], message_text(m))
+                for m in record.body.get("messages") or ()
+                if m.get("role") in ("system", "user", "assistant") and message_text(m)
+            )
+            problems.append(Problem(record.id, messages=turns, reference=reference or None))
+        elif isinstance(record.body.get("prompt"), str) and record.body["prompt"]:
+            problems.append(Problem(record.id, prompt=record.body["prompt"], reference=reference or None))
+    if not problems:
+        raise WorkbenchError(f"{path}: the trace holds no text prompt or chat request to use as a data set")
+    return Dataset(trace_path(path).parent.name or "trace", tuple(problems), str(trace_path(path)), "the trace's own")
 
 
 def calibration_set(count: int = 32) -> tuple[Problem, ...]:

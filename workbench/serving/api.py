@@ -17,6 +17,7 @@ from workbench.serving.device_groups import kv_budget_flag, local_pool, parse_de
 from workbench.serving.hang import HANG_AFTER_S, HangWatchdog, ServerHung
 from workbench.serving.load.metrics import LoadResult
 from workbench.serving.load.runner import HangWatch, run_load
+from workbench.serving.load.trace import read_trace, trace_prompts, trace_workload
 from workbench.serving.load.workload import SLO, Workload
 from workbench.serving.server import Server, attach, connect, launch
 from workbench.serving.smoke import DEFAULT_PROMPT, SmokeReport, run_smoke
@@ -42,7 +43,10 @@ __all__ = [
     "launch",
     "local_pool",
     "parse_devices",
+    "read_trace",
     "resolve_parallel",
     "run_load",
     "run_smoke",
+    "trace_prompts",
+    "trace_workload",
 ]

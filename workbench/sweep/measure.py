@@ -56,6 +56,7 @@ from workbench.sweep.analysis import format_value
 from workbench.sweep.server_metrics import MetricsSampler
 from workbench.sweep.spec import SweepPoint, SweepSpec
 from workbench.sweep.store import PointResult, PointStatus
+from workbench.sweep.trace_workload import guard_fields, load_prompts
 
 StatusFn = Callable[[str], None]
 
@@ -96,6 +97,8 @@ def point_prompts(spec: SweepSpec, point: SweepPoint, tokenizer: Any) -> PointPr
     if spec.workload.warmup_requests:
         warm = workload.warmup(spec.workload.warmup_requests)
         warmup = tuple(build_prompts(tokenizer, warm.num_prompts, warm.input_len, seed=warm.seed))
+    if workload.trace is not None:
+        return PointPrompts(warmup, load_prompts(workload))
     load = build_prompts(
         tokenizer,
         workload.num_prompts,
@@ -245,7 +248,7 @@ class ConfigMeasurer:
         return PointResult(
             **_identity(self.spec, point),
             status=_status_of(result, crash),
-            summary=result.summary.flat(),
+            summary=result.summary.flat() | guard_fields(result),
             server_metrics=sampler.summary(),
             timings=timings,
             latencies=_latencies(result),

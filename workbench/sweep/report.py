@@ -48,6 +48,7 @@ SUMMARY_COLUMNS = (
     "p99_tpot_ms",
     "p99_e2el_ms",
     "request_goodput",
+    "guard_flagged",  # answers the output guard found broken, of a sample (workbench.serving.guard)
     "running_mean",
     "waiting_mean",
     "kv_usage_max",
@@ -149,6 +150,15 @@ class SweepReport:
         return self.diagnosis.assign(point_id=self.diagnosis["point_id"].map(labels)).rename(
             columns={"point_id": "point"}
         )
+
+    def guard_text(self) -> str:
+        """One line: the output guard over every point's sampled answers (does the engine talk nonsense?)."""
+        if "guard_answers" not in self.points.columns:
+            return "guard: no answers sampled (points stored before the output guard)"
+        answers, flagged = self.points["guard_answers"].fillna(0), self.points["guard_flagged"].fillna(0)
+        bad = self.points.loc[flagged > 0, "label"].tolist()
+        where = f" at {', '.join(bad[:5])}" if bad else ""
+        return f"guard: {int(flagged.sum())} of {int(answers.sum())} sampled answers look broken{where}"
 
     def best_text(self) -> str:
         if self.best is None:

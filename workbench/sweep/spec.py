@@ -46,6 +46,7 @@ from workbench.recipes import (
 )
 from workbench.serving.load.workload import SLO, Workload, workload_problems
 from workbench.settings import recipes_dir
+from workbench.sweep.trace_workload import check_trace_workload, trace_shape
 
 PointId = str  # 16 hex digits of sha256; NewType adds nothing to a str that is only compared
 
@@ -112,22 +113,30 @@ class WorkloadSpec(Frozen):
     `prefix_ratio` is the share of each prompt common to all prompts (prefix-caching workloads).
     """
 
-    input_len: tuple[int, ...]
-    output_len: tuple[int, ...]
+    input_len: tuple[int, ...] = ()
+    output_len: tuple[int, ...] = ()
     num_prompts: int = Field(ge=1)
     concurrency: tuple[int, ...] = ()
     request_rate: tuple[float, ...] = ()
     prefix_ratio: tuple[float, ...] = (0.0,)
     warmup_requests: int = Field(2, ge=0)
     seed: int = 0
+    # a trace (docs/replay.md) instead of fixed lengths: its first num_prompts requests at their own times,
+    # one workload per `speed` (replay factor); workbench.sweep.trace_workload
+    trace: Path | None = None
+    speed: tuple[float, ...] = (1.0,)
 
-    @field_validator("input_len", "output_len", "concurrency", "request_rate", "prefix_ratio", mode="before")
+    @field_validator("input_len", "output_len", "concurrency", "request_rate", "prefix_ratio", "speed", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return _as_list(value)
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadSpec:
+        if self.trace is not None:
+            return check_trace_workload(self)
+        if not self.input_len or not self.output_len:
+            raise ValueError("give input_len and output_len (lists of token counts), or a trace")
         problems = workload_problems(
             self.input_len, self.output_len, self.concurrency, self.request_rate, self.prefix_ratio
         )
@@ -234,15 +243,26 @@ class WorkloadPoint:
     request_rate: float | None  # None = closed loop (all at once, `concurrency` in flight)
     prefix_ratio: float
     seed: int
+    trace: str | None = None  # a trace workload (workbench.sweep.trace_workload): its path and replay speed
+    speed: float | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What the point id hashes: the fields, without the trace ones when unset (ids of older sweeps hold)."""
+        data = asdict(self)
+        return {k: v for k, v in data.items() if k not in ("trace", "speed") or v is not None}
 
     @property
     def label(self) -> str:
+        if self.trace is not None:
+            return f"trace x{self.speed:g} ({self.num_prompts} requests)"
         load = f"c={self.concurrency}" if self.request_rate is None else f"rate={self.request_rate:g}/s"
         prefix = f" prefix={self.prefix_ratio:g}" if self.prefix_ratio else ""
         return f"in={self.input_len} out={self.output_len} {load}{prefix}"
 
     def offered_load(self) -> float:
-        """A number that orders workloads from lightest to heaviest (rate, else concurrency)."""
+        """A number that orders workloads from lightest to heaviest (rate, else concurrency; a trace's speed)."""
+        if self.speed is not None:
+            return float(self.speed)
         return float(self.request_rate if self.request_rate is not None else self.concurrency or 1)
 
     def to_loadgen(self, slo: SLO | None = None) -> Workload:
@@ -255,6 +275,7 @@ class WorkloadPoint:
             prefix_ratio=self.prefix_ratio,
             seed=self.seed,
             slo=slo or SLO(),
+            trace_speed=self.speed,
         )
 
     def warmup(self, requests: int) -> Workload:
@@ -293,7 +314,12 @@ def server_identity(recipe: ServingRecipe) -> dict[str, Any]:
 
 
 def workload_points(spec: WorkloadSpec) -> list[WorkloadPoint]:
-    """Lengths x prefix ratios x load levels, lightest load first within each shape."""
+    """Lengths x prefix ratios x load levels, lightest load first within each shape (a trace: one per speed)."""
+    if spec.trace is not None:
+        lengths = trace_shape(spec.trace, spec.num_prompts)
+        return [
+            WorkloadPoint(*lengths, None, None, 0.0, spec.seed, str(spec.trace), float(s)) for s in sorted(spec.speed)
+        ]
     levels: list[tuple[int | None, float | None]]
     if spec.request_rate:
         cap = spec.concurrency[0] if spec.concurrency else None
@@ -328,7 +354,7 @@ def config_points(spec: SweepSpec, base: ServingRecipe, overrides: dict[str, Any
     key = stable_hash(identity)
     return [
         SweepPoint(
-            stable_hash({"server": identity, "workload": asdict(workload), "repeat": repeat}),
+            stable_hash({"server": identity, "workload": workload.identity(), "repeat": repeat}),
             key,
             tuple(overrides.items()),
             recipe,

@@ -37,6 +37,7 @@ from workbench.results.envelope import DocumentKind, write_result
 from workbench.results.files import write_json
 from workbench.results.jsonl import JsonlLog
 from workbench.results.verdict import Verdict
+from workbench.serving.guard import GuardSummary, check_tokens
 from workbench.serving.server import Server, connect
 from workbench.settings import run_dir
 from workbench.stack.provenance import provenance
@@ -330,6 +331,9 @@ def _judge(directory, sides, names, tokens, read, runs, settings, policy, record
     pair = summarize(rows, "A vs B", tie)
     verdict = judge(pair, noise, policy)
     notes = determinism.notes(sides, records)
+    for label in ("A", "B"):  # the output guard on each side's answers (workbench.serving.guard): NaN, empty, loops
+        guard = GuardSummary.of([check_tokens(g.token_ids, g.logprobs) for g in _latest(read[label]) if not g.failed])
+        notes += [f"side {label} {guard.line()}"] if guard.flagged else []
     if pair.prompts < len(tokens):
         notes.append(f"{len(tokens) - pair.prompts} prompts were not answered by both sides")
     return TwinResult(directory, sides, names, tuple(tokens), tuple(rows), pair, noise, verdict,

@@ -2,6 +2,11 @@
 
     ascend-workbench bench --url http://127.0.0.1:8000 --input-len 128 --output-len 64 \
         --num-prompts 128 --concurrency 16 --json runs/bench.json
+    ascend-workbench bench --url http://127.0.0.1:8000 --trace runs/capture/prod --speed 2   # a captured trace
+
+With --trace the workload is a trace (docs/replay.md): every request as recorded, at its recorded time
+divided by --speed. Every run ends with the output guard's line over a sample of its answers
+(workbench.serving.guard): whether the engine talked nonsense, with no reference at hand.
 
 Attaches to --url or launches --recipe (and stops it afterwards). Per-request records stream to
 OUT.requests.jsonl while the run goes, so an interrupted run keeps what it measured. Prompts shorter
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
@@ -66,9 +72,11 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_source(parser)
-    parser.add_argument("--input-len", type=int, required=True, help="prompt tokens per request (exact)")
-    parser.add_argument("--output-len", type=int, required=True, help="output tokens per request (ignore_eos)")
-    count = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument("--input-len", type=int, help="prompt tokens per request (exact)")
+    parser.add_argument("--output-len", type=int, help="output tokens per request (ignore_eos)")
+    parser.add_argument("--trace", type=Path, help="send a captured or imported trace instead of fixed lengths")
+    parser.add_argument("--speed", type=float, default=1.0, help="with --trace: this many times faster than recorded")
+    count = parser.add_mutually_exclusive_group()
     count.add_argument("--num-prompts", type=int, help="number of requests to send")
     count.add_argument("--duration", type=float, help="send requests for this many seconds")
     parser.add_argument(
@@ -101,11 +109,29 @@ def format_summary(result: LoadResult) -> str:
     lines.append(result.summary_frame().round(2).to_string())
     errors = sorted({r.error for r in result.records if r.error})
     lines += [f"error: {e}" for e in errors[:5]]
+    if result.guard is not None:
+        lines.append(result.guard.line())
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    workload = Workload(
+def _trace_workload(args: argparse.Namespace) -> tuple[Workload, list]:
+    from workbench.serving.api import read_trace, trace_prompts, trace_workload
+
+    if args.input_len is not None or args.output_len is not None or args.duration is not None:
+        raise WorkbenchError(
+            "--trace sets the lengths and the timing: leave out --input-len, --output-len and --duration"
+        )
+    records = read_trace(args.trace, args.num_prompts)
+    workload = trace_workload(records, args.speed, seed=args.seed, slo=parse_goodput(args.goodput))
+    return workload, trace_prompts(records)
+
+
+def _fixed_workload(args: argparse.Namespace) -> Workload:
+    if args.input_len is None or args.output_len is None:
+        raise WorkbenchError("give --input-len and --output-len (fixed lengths), or --trace TRACE")
+    if (args.num_prompts is None) == (args.duration is None):
+        raise WorkbenchError("give exactly one of --num-prompts or --duration")
+    return Workload(
         input_len=args.input_len,
         output_len=args.output_len,
         num_prompts=args.num_prompts,
@@ -117,7 +143,11 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         slo=parse_goodput(args.goodput),
     )
-    warning = short_prompt_warning(args.input_len)
+
+
+def run(args: argparse.Namespace) -> int:
+    workload, prompts = _trace_workload(args) if args.trace else (_fixed_workload(args), None)
+    warning = short_prompt_warning(workload.input_len) if prompts is None else None
     if warning is not None:
         print(f"ascend-workbench bench: warning: {warning}", file=sys.stderr)
     recipe = load_serving_recipe(args.recipe) if args.recipe else None
@@ -136,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 records_path=records_path,
                 progress=not args.no_progress,
                 hang=HangWatch.of(server, args.hang_after) if args.hang_after > 0 else None,
+                prompts=prompts,
             )
         except ServerHung:
             server.retire()  # a hung server launched here is stopped, never handed to a pool again

@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     print(report.diagnosis_table().to_string(index=False, max_colwidth=70))
     print(overhead_table(report.points.assign(point_id=report.points["label"])).round(2).to_string(index=False))
     print(report.best_text())
+    print(report.guard_text())
     print(report.interference_text())
     if not report.confirm.empty:
         print(report.confirm.round(2).to_string(index=False))

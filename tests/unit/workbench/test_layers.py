@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "profiling",
                 "quantize",
                 "regress",
+                "replay",
                 "run",
                 "scan",
                 "selftest",

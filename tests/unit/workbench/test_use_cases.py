@@ -22,6 +22,7 @@ USE_CASES = [
     ("bisect", "06_feature_enabling.ipynb", "workbench.bisect.api", "run_bisect", "BisectRequest"),
     ("compare_ops", "04_op_accuracy.ipynb", "workbench.accuracy.api", "run_compare_ops", "CompareOpsRequest"),
     ("import_", "00_cuda_scan.ipynb", "workbench.deploy.api", "run_import", "ImportRequest"),
+    ("replay", "12_replay.ipynb", "workbench.replay.api", "run_replay", "ReplayRequest"),
 ]
 
 

@@ -42,18 +42,23 @@ class RequestRecord:
 class _StreamState:
     """Timestamps and counts gathered while one SSE stream arrives (private to `send_one`)."""
 
-    __slots__ = ("first", "last", "gaps", "usage", "error")
+    __slots__ = ("first", "last", "gaps", "usage", "error", "kept")
 
-    def __init__(self) -> None:
+    def __init__(self, kept: list[bytes] | None = None) -> None:
         self.first: float | None = None
         self.last = 0.0
         self.gaps: list[float] = []
         self.usage: dict | None = None
         self.error = ""
+        self.kept = kept  # the payloads themselves, for the output guard (a sample of a run's requests)
 
     def on_event(self, body: bytes, now: float) -> None:
         """One `data: ...` payload. Token chunks are recognised without a JSON parse: the stream is
         dominated by them and parsing each costs the client more CPU than the rest of the work."""
+        if self.kept is not None:
+            self.kept.append(body)
+        if body.startswith(b'{"id"') and b'"delta":{"role":"assistant","content":""}' in body:
+            return  # a chat stream's first chunk names the role and carries no token (vllm bench serve skips it too)
         if body.startswith(b'{"id"') and b'"choices":[{' in body:
             self.on_choice(now)
             return
@@ -76,9 +81,16 @@ class _StreamState:
 
 
 async def send_one(
-    session: aiohttp.ClientSession, url: str, payload: dict, index: int, prompt: Prompt, t0: float
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: dict,
+    index: int,
+    prompt: Prompt,
+    t0: float,
+    kept: list[bytes] | None = None,
 ) -> RequestRecord:
-    state = _StreamState()
+    """One streamed request; with `kept`, its event payloads are appended there (for the output guard)."""
+    state = _StreamState(kept)
     started = time.perf_counter()
     try:
         async with session.post(url, json=payload) as response:

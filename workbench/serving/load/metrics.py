@@ -23,6 +23,7 @@ import pandas as pd
 
 from workbench.results.envelope import DocumentKind, envelope
 from workbench.results.files import write_json
+from workbench.serving.guard import GuardSummary
 from workbench.serving.load.client import RequestRecord
 from workbench.serving.load.workload import SLO, Workload
 
@@ -103,6 +104,7 @@ class LoadResult:
     records: tuple[RequestRecord, ...]
     summary: LoadSummary
     provenance: dict[str, Any]
+    guard: GuardSummary | None = None  # the output guard over a sample of the answers (`outputs`)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per request (ms), ordered by send time."""
@@ -133,6 +135,7 @@ class LoadResult:
             "workload": asdict(self.workload),
             "summary": self.summary.flat(),
             "requests": [asdict(r) for r in self.records],
+            "guard": self.guard.to_dict() if self.guard is not None else None,
         }
         return envelope(payload, self.provenance, BENCH_KIND)
 

@@ -38,6 +38,7 @@ from workbench.serving.hang import HANG_AFTER_S, HangWatchdog, ServerHung
 from workbench.serving.load.arrivals import arrival_offsets
 from workbench.serving.load.client import RequestRecord, send_one
 from workbench.serving.load.metrics import LoadResult, summarize
+from workbench.serving.load.outputs import GUARD_SAMPLE, guard_streams
 from workbench.serving.load.workload import Prompt, Workload, build_prompts, load_tokenizer
 from workbench.stack.provenance import provenance
 
@@ -74,6 +75,7 @@ class _Run:
         self.prompts = prompts
         self.payload_for = payload_for
         self.records: list[RequestRecord] = []
+        self.kept: dict[int, list[bytes]] = {}  # event payloads of the first GUARD_SAMPLE requests
         self.next_index = 0
         self.in_flight = 0  # read by the hang watchdog's thread
         # One request per line, at up to hundreds a second: written without an fsync each (the run's
@@ -95,11 +97,12 @@ class _Run:
         self.next_index += 1
         return self.next_index - 1
 
-    async def send(self, client: aiohttp.ClientSession, url: str, index: int) -> None:
+    async def send(self, client: aiohttp.ClientSession, base: str, index: int) -> None:
         prompt = self.prompts[index % len(self.prompts)]
+        kept = self.kept.setdefault(index, []) if index < GUARD_SAMPLE else None
         self.in_flight += 1
         try:
-            record = await send_one(client, url, self.payload_for(prompt), index, prompt, self.t0)
+            record = await send_one(client, base + prompt.path, self.payload_for(prompt), index, prompt, self.t0, kept)
         finally:
             self.in_flight -= 1
         self.records.append(record)
@@ -144,6 +147,30 @@ async def _open_loop(run: _Run, client: aiohttp.ClientSession, url: str) -> None
     await asyncio.gather(*tasks)
 
 
+async def _trace_loop(run: _Run, client: aiohttp.ClientSession, url: str) -> None:
+    """A trace's requests, each at its recorded offset divided by the speed (conversations are not held in
+    order here: `bench` measures the load; `replay` keeps sessions and judges answers)."""
+    speed = run.workload.trace_speed or 1.0
+    order = sorted(range(len(run.prompts)), key=lambda i: run.prompts[i].offset_s or 0.0)
+    tasks = []
+    for position in order[: run.workload.num_prompts]:
+        delay = run.t0 + (run.prompts[position].offset_s or 0.0) / speed - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if time.perf_counter() >= run.deadline:
+            break
+        run.next_index += 1
+        tasks.append(asyncio.create_task(run.send(client, url, position)))
+    await asyncio.gather(*tasks)
+
+
+def trace_payload(body: dict, model: str) -> dict:
+    """A trace request as a load request: its own body, streamed with usage, to the target's model."""
+    payload = dict(body) | {"model": model, "stream": True}
+    payload["stream_options"] = dict(body.get("stream_options") or {}) | {"include_usage": True}
+    return payload
+
+
 async def run_load_async(
     url: str,
     model: str,
@@ -160,9 +187,11 @@ async def run_load_async(
     Raises `ServerHung` when the watchdog finds the server hung (`hang=None`: not watched); the
     requests finished before it are in `records_path`.
     """
-    endpoint = f"{url.rstrip('/')}/v1/completions"
+    endpoint = url.rstrip("/")
 
     def payload_for(prompt: Prompt) -> dict:
+        if prompt.body is not None:
+            return trace_payload(prompt.body, model)
         return {
             "model": model,
             "prompt": prompt.text,
@@ -184,6 +213,7 @@ async def run_load_async(
             async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
                 run.start_clock()  # after the session exists: setting it up is not part of the run
                 send = _closed_loop if math.isinf(workload.request_rate) else _open_loop
+                send = _trace_loop if workload.trace_speed is not None else send
                 await _unless_hung(send(run, client, endpoint), hung)
                 duration = time.perf_counter() - run.t0
     finally:
@@ -191,7 +221,8 @@ async def run_load_async(
     if hung.is_set() and watchdog is not None and watchdog.report is not None:
         raise ServerHung(watchdog.report, completed=len(run.records))
     records = tuple(sorted(run.records, key=lambda r: r.index))
-    return LoadResult(workload, records, summarize(list(records), duration, workload.slo), dict(stamp or {}))
+    summary = summarize(list(records), duration, workload.slo)
+    return LoadResult(workload, records, summary, dict(stamp or {}), guard_streams(run.kept, prompts))
 
 
 def _watchdog(url: str, hang: HangWatch | None, run: _Run, hung: asyncio.Event) -> HangWatchdog | None:
@@ -269,22 +300,27 @@ def run_load(
     records_path: Path | None = None,
     progress: bool = True,
     hang: HangWatch | None = DEFAULT_WATCH,
+    prompts: list[Prompt] | None = None,
 ) -> LoadResult:
-    """Build exact-length prompts with the model's tokenizer and run `workload` against `url`.
+    """Build exact-length prompts with the model's tokenizer and run `workload` against `url` (or send the
+    given `prompts`, e.g. a trace's: `workbench.serving.load.trace.trace_prompts`).
 
     The tokenizer comes from `tokenizer_dir`, else from the server's own model directory when it is
     local. Records are appended to `records_path` (JSON lines) as they complete. `hang`: see
     `run_load_async`.
     """
     served_dir = model_dir(url, model)  # None when the server's model is not on this machine
-    directory = tokenizer_dir or served_dir
-    if directory is None:
-        raise WorkbenchError(
-            f"{url} serves {model!r} from a path this machine cannot read; pass tokenizer_dir / --tokenizer"
+    if prompts is None:
+        directory = tokenizer_dir or served_dir
+        if directory is None:
+            raise WorkbenchError(
+                f"{url} serves {model!r} from a path this machine cannot read; pass tokenizer_dir / --tokenizer"
+            )
+        tokenizer = load_tokenizer(directory)
+        pool = workload.num_prompts or 256  # duration runs cycle through a pool
+        prompts = build_prompts(
+            tokenizer, pool, workload.input_len, prefix_ratio=workload.prefix_ratio, seed=workload.seed
         )
-    tokenizer = load_tokenizer(directory)
-    pool = workload.num_prompts or 256  # duration runs cycle through a pool
-    prompts = build_prompts(tokenizer, pool, workload.input_len, prefix_ratio=workload.prefix_ratio, seed=workload.seed)
     stamp = provenance(recipe=recipe, url=url, model=model, server_version=server_version(url), model_dir=served_dir)
     return run_coroutine(
         run_load_async(

@@ -76,6 +76,7 @@ class Workload:
     slo: SLO = field(default_factory=SLO)
     temperature: float = 0.0
     request_timeout_s: float = 600.0
+    trace_speed: float | None = None  # a trace's requests at their own times, this many times faster
 
     def __post_init__(self) -> None:
         problems = workload_problems(
@@ -92,23 +93,33 @@ class Workload:
             problems.append(f"num_prompts must be >= 1, got {self.num_prompts}")
         if self.duration_s is not None and self.duration_s <= 0:
             problems.append(f"duration_s must be > 0, got {self.duration_s}")
-        if self.concurrency is None and math.isinf(self.request_rate):
+        if self.trace_speed is not None and not self.trace_speed > 0:
+            problems.append(f"trace speed must be > 0, got {self.trace_speed}")
+        if self.concurrency is None and math.isinf(self.request_rate) and self.trace_speed is None:
             problems.append("give concurrency (--concurrency) or a finite request_rate (--request-rate)")
         if problems:
             raise WorkbenchError("load workload: " + "; ".join(problems))
 
     @property
     def mode(self) -> str:
+        if self.trace_speed is not None:
+            return f"trace x{self.trace_speed:g}"
         return f"concurrency={self.concurrency}" if math.isinf(self.request_rate) else f"rate={self.request_rate}/s"
 
 
 @dataclass(frozen=True)
 class Prompt:
+    """What one request sends: a prompt of `num_tokens` tokens, or (a trace's request) its whole recorded body,
+    sent to `path` at `offset_s` from the run's start (`workbench.serving.load.trace.trace_prompts`)."""
+
     text: str
     num_tokens: int  # as the server will count it, special tokens included
+    body: dict[str, Any] | None = None
+    path: str = "/v1/completions"
+    offset_s: float | None = None
 
 
-def _word_token_ids(tokenizer: Any, wanted: int, rng: np.random.Generator) -> np.ndarray:
+def word_token_ids(tokenizer: Any, wanted: int, rng: np.random.Generator) -> np.ndarray:
     """Token ids that decode to ' word' and re-encode to themselves, so prompts round-trip exactly."""
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     found: list[int] = []
@@ -144,7 +155,7 @@ def build_prompts(
             f"input_len {input_len} leaves no room after {specials} special token(s); use a larger --input-len"
         )
     rng = np.random.default_rng(seed)
-    words = _word_token_ids(tokenizer, 4096, rng)
+    words = word_token_ids(tokenizer, 4096, rng)
     prefix = rng.choice(words, size=int(round(prefix_ratio * content)))
     prompts = []
     for _ in range(count):
