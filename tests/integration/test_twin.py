@@ -34,14 +34,24 @@ def runs_here(monkeypatch, log_dir):
 def test_batch_of_one_against_a_batch_of_sixteen_on_one_pooled_server(tiny_server, server_env, tmp_path, runs_here):
     recipe = load_serving_recipe("cpu-tiny")
     a, b = Side("A", recipe=recipe, batch=1), Side("B", recipe=recipe, batch=16)
-    result = run_twin(a, b, "text", out=tmp_path / "batch", num_prompts=16, settings=TwinSettings(max_tokens=8),
-                      extra_env=server_env, progress=False)  # fmt: skip
+    result = run_twin(
+        a,
+        b,
+        "text",
+        out=tmp_path / "batch",
+        num_prompts=16,
+        settings=TwinSettings(max_tokens=8),
+        extra_env=server_env,
+        progress=False,
+    )
     table = result.prompt_table()
     assert len(table) == 16 and set(table["outcome"]) <= {"identical", "near tie", "diverged"}
     assert result.verdict.verdict.value in ("pass", "warning", "error") and result.verdict.reasons
     assert result.noise is not None and result.noise.failed == 0
-    logs = {side: [json.loads(line) for line in (tmp_path / "batch" / f"{side}.jsonl").read_text().splitlines()]
-            for side in ("A", "B")}  # fmt: skip
+    logs = {
+        side: [json.loads(line) for line in (tmp_path / "batch" / f"{side}.jsonl").read_text().splitlines()]
+        for side in ("A", "B")
+    }
     assert sorted(g["group"] for g in logs["A"]) == list(range(16))  # one prompt per request
     assert {g["group"] for g in logs["B"]} == {0}  # all sixteen in one request
     assert all(len(g["token_ids"]) == 8 and len(g["top"][0]) >= 1 for g in logs["A"] + logs["B"])
@@ -51,9 +61,25 @@ def test_batch_of_one_against_a_batch_of_sixteen_on_one_pooled_server(tiny_serve
 
 def test_a_fault_in_one_layer_is_found_as_a_token_then_as_its_module(server_env, tmp_path, runs_here, capsys):
     out = tmp_path / "fault"
-    code = cli.main(["twin", "--recipe", "cpu-tiny", "--set", f"B:env.ASCEND_BACKEND_FAULT={FAULT}",
-                     "--num-prompts", "4", "--max-tokens", "6", "--noise-repeats", "0", "--out", str(out),
-                     "--no-progress", *[f"--env={k}={v}" for k, v in server_env.items()]])  # fmt: skip
+    code = cli.main(
+        [
+            "twin",
+            "--recipe",
+            "cpu-tiny",
+            "--set",
+            f"B:env.ASCEND_BACKEND_FAULT={FAULT}",
+            "--num-prompts",
+            "4",
+            "--max-tokens",
+            "6",
+            "--noise-repeats",
+            "0",
+            "--out",
+            str(out),
+            "--no-progress",
+            *[f"--env={k}={v}" for k, v in server_env.items()],
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 1, printed  # the fault makes real divergences: an error verdict
     saved = json.loads((out / "twin.json").read_text())

@@ -25,12 +25,22 @@ def divergence_chart(table: pd.DataFrame, max_tokens: int, title: str = "Where e
             f"{row.outcome}: {row.detail}<br>tokens A/B: {row.token_a} / {row.token_b}<br>drift {row.drift:.3g} nats"
             for row in part.itertuples()
         ]
-        figure.add_bar(x=[labels[i] for i in part.index], y=part["common"], name=outcome, marker_color=colour,
-                       hovertext=hover, hoverinfo="text")  # fmt: skip
+        figure.add_bar(
+            x=[labels[i] for i in part.index],
+            y=part["common"],
+            name=outcome,
+            marker_color=colour,
+            hovertext=hover,
+            hoverinfo="text",
+        )
     figure.update_layout(
-        title=title, xaxis_title="prompt", yaxis_title=f"tokens alike (of {max_tokens})", barmode="overlay",
-        yaxis_range=[0, max_tokens], legend_title="outcome",
-    )  # fmt: skip
+        title=title,
+        xaxis_title="prompt",
+        yaxis_title=f"tokens alike (of {max_tokens})",
+        barmode="overlay",
+        yaxis_range=[0, max_tokens],
+        legend_title="outcome",
+    )
     return figure
 
 
@@ -40,8 +50,11 @@ def cosine_by_kind_chart(worst: dict[str, float], title: str = "Worst cosine per
         return go.Figure(layout={"title": f"{title}: nothing compared"})
     kinds = list(worst)
     distance = [max(1.0 - worst[k], 1e-16) for k in kinds]
-    figure = go.Figure(go.Bar(x=distance, y=kinds, orientation="h",
-                              hovertext=[f"cosine {worst[k]:.9f}" for k in kinds], hoverinfo="text"))  # fmt: skip
+    figure = go.Figure(
+        go.Bar(
+            x=distance, y=kinds, orientation="h", hovertext=[f"cosine {worst[k]:.9f}" for k in kinds], hoverinfo="text"
+        )
+    )
     figure.update_layout(title=title, xaxis_title="1 - cosine (log)", xaxis_type="log", yaxis_autorange="reversed")
     return figure
 

@@ -76,9 +76,30 @@ def test_verb_capture_passes_the_recipe_override_workload_and_env_to_the_capture
         return capturing.Capture(read_profile(fixtures / "msprof_tp2"), load, out / "traces", None)
 
     monkeypatch.setattr(profile_verb, "capture", fake_capture)
-    argv = ["profile", "--recipe", "cpu-tiny", "--tensor-parallel-size", "2", "--out", str(tmp_path / "tp2"),
-            "--num-prompts", "8", "--concurrency", "4", "--input-len", "64", "--output-len", "16",
-            "--env", "A=1", "--env", "B=two", "--no-progress", "--json", str(tmp_path / "tp2.json")]  # fmt: skip
+    argv = [
+        "profile",
+        "--recipe",
+        "cpu-tiny",
+        "--tensor-parallel-size",
+        "2",
+        "--out",
+        str(tmp_path / "tp2"),
+        "--num-prompts",
+        "8",
+        "--concurrency",
+        "4",
+        "--input-len",
+        "64",
+        "--output-len",
+        "16",
+        "--env",
+        "A=1",
+        "--env",
+        "B=two",
+        "--no-progress",
+        "--json",
+        str(tmp_path / "tp2.json"),
+    ]
     assert main(argv) == 0
     assert seen["recipe"].name == "cpu-tiny" and seen["recipe"].engine.tensor_parallel_size == 2
     assert seen["out"] == tmp_path / "tp2" and seen["env"] == {"A": "1", "B": "two"} and not seen["progress"]

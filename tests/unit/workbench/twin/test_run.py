@@ -43,8 +43,13 @@ def test_a_near_tie_and_a_real_divergence_are_told_apart(fake_server, prompts, t
 
 def test_drift_without_a_token_change_is_judged(fake_server, prompts, tmp_path):
     a, b = fake_server(), fake_server(drift=-0.05)
-    result = run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=4, noise_repeats=0),
-                      progress=False)  # fmt: skip
+    result = run_twin(
+        *sides(a, b),
+        prompts,
+        out=tmp_path / "run",
+        settings=TwinSettings(max_tokens=4, noise_repeats=0),
+        progress=False,
+    )
     assert result.pair.identical == 4 and result.pair.max_drift == pytest.approx(0.05)
     assert result.verdict.verdict is Verdict.WARNING and result.noise is None
 

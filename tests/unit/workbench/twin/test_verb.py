@@ -12,8 +12,27 @@ from workbench import cli
 def test_the_verb_prints_the_table_and_verdict_and_fails_on_a_divergence(fake_server, prompts, tmp_path, capsys):
     a, b = fake_server(), fake_server(flips={(47, 1)})
     out = tmp_path / "run"
-    code = cli.main(["twin", "--url", a.url, "--url", b.url, "--prompts", str(prompts), "--max-tokens", "4",
-                     "--batch", "1", "4", "--out", str(out), "--no-progress", "--json", str(tmp_path / "r.json")])  # fmt: skip
+    code = cli.main(
+        [
+            "twin",
+            "--url",
+            a.url,
+            "--url",
+            b.url,
+            "--prompts",
+            str(prompts),
+            "--max-tokens",
+            "4",
+            "--batch",
+            "1",
+            "4",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     printed = capsys.readouterr()
     assert code == 1
     assert "verdict: error" in printed.out and "diverged" in printed.out

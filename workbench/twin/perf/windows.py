@@ -1,0 +1,243 @@
+"""One window of a performance twin on one side's server: the load unprofiled, then profiled in a bounded window.
+
+    record = measure_window(target, "A", 0, request, run_dir)     # saved by the caller as it returns
+
+1. the load, unprofiled, with `/metrics` read before and after: every request's TTFT and TPOT (the numbers
+   the twin judges) and the engine's own histograms over exactly those requests (queue and prefill time);
+2. the same load again with the profiler on (`/start_profile` with this window's prefix and the request's
+   bounds; `/stop_profile` after the load): its trace, moved from the server's trace folder into
+   `windows/<side><n>/traces/`, is read into a `Profile` (`windows/<side><n>/profile.json`), its steps into
+   buckets; its latencies against the unprofiled run's are the profiler's own cost.
+
+A side given as a URL with its own trace file is not profiled here (`target.trace_dir` is None): its windows
+measure latencies and `/metrics`, and the run reads the side's trace once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from workbench.profiling.buckets import StepBuckets, step_buckets
+from workbench.profiling.capture import post, read_window, wait_for_traces
+from workbench.profiling.profile import Profile
+from workbench.recipes import DeviceKind
+from workbench.results.envelope import DocumentKind
+from workbench.serving.load.runner import run_coroutine, run_load_async
+from workbench.serving.load.workload import Prompt, Workload, build_prompts
+from workbench.serving.prometheus import Samples, fetch_metrics, sample_sum
+from workbench.serving.server import Server
+from workbench.twin.perf.request import PerfTwinRequest, PerfWorkload, class_name
+
+WINDOW_KIND = DocumentKind("perf-twin-window")
+WINDOWS_DIR = "windows"
+# The engine's histograms read around a load (vllm/v1/metrics/loggers.py at 0.32): name -> key here.
+HISTOGRAMS = {
+    "vllm:request_queue_time_seconds": "queue",
+    "vllm:request_prefill_time_seconds": "prefill",
+    "vllm:request_decode_time_seconds": "decode",
+    "vllm:time_to_first_token_seconds": "ttft",
+    "vllm:inter_token_latency_seconds": "itl",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A side's server as the windows use it."""
+
+    label: str
+    server: Server
+    trace_dir: Path | None  # where its profiler writes; None: not profiled here
+    device: DeviceKind
+    ranks: int
+    tokenizer: Any
+
+
+@dataclass(frozen=True)
+class RequestTiming:
+    """One request of a window: its class, TTFT and TPOT (seconds); failed requests carry no times."""
+
+    klass: str
+    ttft_s: float
+    tpot_s: float
+    success: bool
+
+
+@dataclass(frozen=True)
+class WindowRecord:
+    """What one window measured (a line of `windows.jsonl`)."""
+
+    side: str
+    index: int
+    requests: tuple[RequestTiming, ...]  # the unprofiled load
+    profiled_requests: tuple[RequestTiming, ...]  # the load while the profiler ran
+    engine: dict[str, float]  # mean seconds per request of each HISTOGRAMS key over the unprofiled load
+    profile: str | None  # windows/<side><n>/profile.json, relative to the run directory
+    buckets: dict[str, float] | None  # StepBuckets.to_dict() of the profiled steps
+    seconds: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.side}{self.index}"
+
+    def step_buckets(self) -> StepBuckets | None:
+        if self.buckets is None:
+            return None
+        fields = {k: v for k, v in self.buckets.items() if k != "total_us"}
+        return StepBuckets(**fields)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        return WINDOW_KIND.stamp() | asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> WindowRecord:
+        timings = lambda rows: tuple(RequestTiming(**r) for r in rows)  # noqa: E731
+        return cls(
+            side=str(raw["side"]),
+            index=int(raw["index"]),
+            requests=timings(raw["requests"]),
+            profiled_requests=timings(raw["profiled_requests"]),
+            engine={str(k): float(v) for k, v in raw["engine"].items()},
+            profile=raw.get("profile"),
+            buckets=raw.get("buckets"),
+            seconds=float(raw.get("seconds", 0.0)),
+        )
+
+
+def prompts_for(tokenizer: Any, workload: PerfWorkload) -> list[Prompt]:
+    """The load's prompts, classes interleaved (each class's prompts of exactly its length)."""
+    per_class = {
+        n: build_prompts(tokenizer, workload.lengths().count(n), n, seed=workload.seed + i)
+        for i, n in enumerate(workload.input_lens)
+    }
+    used = {n: 0 for n in workload.input_lens}
+    ordered = []
+    for n in workload.lengths():
+        ordered.append(per_class[n][used[n]])
+        used[n] += 1
+    return ordered
+
+
+def _load(target: Target, prompts: list[Prompt], workload: PerfWorkload, progress: bool) -> tuple[RequestTiming, ...]:
+    shape = Workload(
+        input_len=max(workload.input_lens),
+        output_len=workload.output_len,
+        num_prompts=len(prompts),
+        concurrency=workload.concurrency,
+        seed=workload.seed,
+    )
+    result = run_coroutine(run_load_async(target.server.url, target.server.model, prompts, shape, progress=progress))
+    # the runner sends prompt `index % len(prompts)` as request `index`: its class is that prompt's length
+    classes = [class_name(prompts[r.index % len(prompts)].num_tokens) for r in result.records]
+    return tuple(RequestTiming(k, r.ttft_s, r.tpot_s, r.success) for k, r in zip(classes, result.records, strict=True))
+
+
+def _histograms(samples: Samples | None) -> dict[str, tuple[float, float]]:
+    if samples is None:
+        return {}
+    found = {}
+    for name, key in HISTOGRAMS.items():
+        total, count = sample_sum(samples, f"{name}_sum"), sample_sum(samples, f"{name}_count")
+        if total is not None and count is not None:
+            found[key] = (total, count)
+    return found
+
+
+def engine_means(before: Samples | None, after: Samples | None) -> dict[str, float]:
+    """Mean seconds per observation of each histogram between two scrapes (those both scrapes hold)."""
+    first, last = _histograms(before), _histograms(after)
+    means = {}
+    for key, (total, count) in last.items():
+        if key in first and count > first[key][1]:
+            means[key] = (total - first[key][0]) / (count - first[key][1])
+    return means
+
+
+def _metrics(url: str) -> Samples | None:
+    with httpx.Client() as client:
+        return fetch_metrics(client, url)
+
+
+def _profiled(target: Target, request: PerfTwinRequest, prompts: list[Prompt], where: Path, progress: bool):
+    """The profiled load: (its timings, the Profile read from the window's moved trace)."""
+    prefix = profile_prefix(where.parent.parent.name, where.name)
+    started = time.time()
+    post(target.server.url, "/start_profile", request.window.body(prefix))
+    try:
+        timings = _load(target, prompts, request.workload, progress)
+    finally:
+        post(target.server.url, "/stop_profile")
+    assert target.trace_dir is not None
+    outputs = wait_for_traces(
+        target.trace_dir, target.ranks, prefix, device=target.device, server=target.server, since=started
+    )
+    own = where / "traces"
+    own.mkdir(parents=True, exist_ok=True)
+    moved = [Path(shutil.move(str(p), own / p.name)) for p in outputs]
+    return timings, read_window(own, moved, target.device)
+
+
+def profile_prefix(run: str, window: str) -> str:
+    """A trace file prefix vLLM accepts (ASCII letters, digits, '.', '_', '-'; a letter or digit first; at
+    most 128): unique per run and window, so one pooled server's trace folder serves many runs."""
+    text = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in f"perf-{run}-{window}")
+    return text[:128]
+
+
+def measure_window(
+    target: Target, index: int, request: PerfTwinRequest, directory: Path, progress: bool = True
+) -> WindowRecord:
+    """One window on `target` (see the module docstring); the profile is written under `directory`."""
+    began = time.monotonic()
+    prompts = prompts_for(target.tokenizer, request.workload)
+    before = _metrics(target.server.url)
+    timings = _load(target, prompts, request.workload, progress)
+    engine = engine_means(before, _metrics(target.server.url))
+    profiled: tuple[RequestTiming, ...] = ()
+    profile_file, buckets = None, None
+    if target.trace_dir is not None:
+        where = directory / WINDOWS_DIR / f"{target.label}{index}"
+        profiled, profile = _profiled(target, request, prompts, where, progress)
+        profile.write(where / "profile.json")
+        profile_file = str((where / "profile.json").relative_to(directory))
+        found = step_buckets(profile)
+        buckets = found.to_dict() if found is not None else None
+    seconds = round(time.monotonic() - began, 2)
+    return WindowRecord(target.label, index, timings, profiled, engine, profile_file, buckets, seconds)
+
+
+def read_profile_of(record: WindowRecord, directory: Path) -> Profile | None:
+    import json
+
+    if record.profile is None:
+        return None
+    return Profile.from_dict(json.loads((directory / record.profile).read_text(encoding="utf-8")))
+
+
+def by_class(timings: Sequence[RequestTiming]) -> dict[str, list[RequestTiming]]:
+    grouped: dict[str, list[RequestTiming]] = {}
+    for timing in timings:
+        if timing.success:
+            grouped.setdefault(timing.klass, []).append(timing)
+    return grouped
+
+
+__all__ = [
+    "HISTOGRAMS",
+    "WINDOWS_DIR",
+    "WINDOW_KIND",
+    "RequestTiming",
+    "Target",
+    "WindowRecord",
+    "by_class",
+    "engine_means",
+    "measure_window",
+    "prompts_for",
+    "read_profile_of",
+]
