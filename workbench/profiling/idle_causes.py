@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.errors import WorkbenchError
 from workbench.profiling import intervals
 from workbench.profiling.chrome_trace import iter_events
 from workbench.profiling.profile import Profile
@@ -210,6 +211,19 @@ def cuda_links(path: Path) -> HostLinks:
     return HostLinks(tuple(tasks), tuple(sorted(syncs)))
 
 
+def links_of(path: Path) -> HostLinks:
+    """The host links of a timeline, by what it holds: CUDA kernels, or torch_npu's Ascend Hardware process."""
+    for event in iter_events(Path(path)):
+        if event.get("cat") in DEVICE_CATEGORIES:
+            return cuda_links(path)
+        if event.get("name") == "process_name" and (event.get("args") or {}).get("name") == "Ascend Hardware":
+            return ascend_links(path)
+    raise WorkbenchError(
+        f"{path}: no device task in this timeline (no CUDA kernel, no 'Ascend Hardware' process); give a torch_npu "
+        "trace_view.json or a CUDA torch.profiler trace"
+    )
+
+
 # -- classifying the gaps ---------------------------------------------------------------------------
 
 
@@ -311,6 +325,7 @@ __all__ = [
     "ascend_links",
     "classify_gaps",
     "cuda_links",
+    "links_of",
     "profile_causes",
     "totals",
 ]

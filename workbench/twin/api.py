@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.twin.charts import cosine_by_kind_chart, divergence_chart
+from workbench.twin.charts import bucket_chart, cosine_by_kind_chart, divergence_chart
 from workbench.twin.locate import locate, module_kind, worst_cosine_by_kind
 from workbench.twin.located import LocateResult
 from workbench.twin.perf.request import PerfTwinRequest, PerfWorkload, ProfileWindow
@@ -123,6 +123,7 @@ __all__ = [
     "TwinResult",
     "TwinSettings",
     "TwinThresholds",
+    "bucket_chart",
     "cosine_by_kind_chart",
     "divergence_chart",
     "load_thresholds",

@@ -59,4 +59,32 @@ def cosine_by_kind_chart(worst: dict[str, float], title: str = "Worst cosine per
     return figure
 
 
-__all__ = ["cosine_by_kind_chart", "divergence_chart"]
+BUCKET_COLOURS = {
+    "kernel": "#0969da",
+    "communication": "#8250df",
+    "host idle": "#cf222e",
+    "scheduling": "#d4a72c",
+    "queueing": "#bc4c00",
+    "prefill": "#1a7f37",
+    "outside the engine": "#6e7781",
+}
+
+
+def bucket_chart(table: pd.DataFrame, title: str = "Where B's extra time went") -> go.Figure:
+    """One stacked bar per metric (TPOT, TTFT): each bucket's share of B minus A, in ms, with its interval on
+    hover. `table` is `PerfTwinResult.buckets_table()`; the buckets of a bar add up to the metric's difference."""
+    if table.empty:
+        return go.Figure(layout={"title": f"{title}: nothing measured"})
+    figure = go.Figure()
+    for bucket, part in table.groupby("bucket", sort=False):
+        hover = [
+            f"{bucket}: {r.delta_ms:+.3f} ms ({r.share:.0%})<br>interval {r.low_ms:+.3f} .. {r.high_ms:+.3f}"
+            for r in part.itertuples()
+        ]
+        colour = BUCKET_COLOURS.get(str(bucket), "#57606a")
+        figure.add_bar(x=part["metric"], y=part["delta_ms"], name=str(bucket), marker_color=colour, hovertext=hover)
+    figure.update_layout(title=title, barmode="relative", yaxis_title="B - A (ms)", legend_title="bucket")
+    return figure
+
+
+__all__ = ["bucket_chart", "cosine_by_kind_chart", "divergence_chart"]

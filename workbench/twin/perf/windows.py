@@ -15,7 +15,6 @@ measure latencies and `/metrics`, and the run reads the side's trace once.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -25,7 +24,7 @@ from typing import Any
 import httpx
 
 from workbench.profiling.buckets import StepBuckets, step_buckets
-from workbench.profiling.capture import post, read_window, wait_for_traces
+from workbench.profiling.capture import move_outputs, post, profile_prefix, read_window, wait_for_traces
 from workbench.profiling.profile import Profile
 from workbench.recipes import DeviceKind
 from workbench.results.envelope import DocumentKind
@@ -124,7 +123,9 @@ def prompts_for(tokenizer: Any, workload: PerfWorkload) -> list[Prompt]:
     return ordered
 
 
-def _load(target: Target, prompts: list[Prompt], workload: PerfWorkload, progress: bool) -> tuple[RequestTiming, ...]:
+def run_load(
+    target: Target, prompts: list[Prompt], workload: PerfWorkload, progress: bool
+) -> tuple[RequestTiming, ...]:
     shape = Workload(
         input_len=max(workload.input_lens),
         output_len=workload.output_len,
@@ -166,11 +167,11 @@ def _metrics(url: str) -> Samples | None:
 
 def _profiled(target: Target, request: PerfTwinRequest, prompts: list[Prompt], where: Path, progress: bool):
     """The profiled load: (its timings, the Profile read from the window's moved trace)."""
-    prefix = profile_prefix(where.parent.parent.name, where.name)
+    prefix = profile_prefix("perf", where.parent.parent.name, where.name)
     started = time.time()
     post(target.server.url, "/start_profile", request.window.body(prefix))
     try:
-        timings = _load(target, prompts, request.workload, progress)
+        timings = run_load(target, prompts, request.workload, progress)
     finally:
         post(target.server.url, "/stop_profile")
     assert target.trace_dir is not None
@@ -178,16 +179,7 @@ def _profiled(target: Target, request: PerfTwinRequest, prompts: list[Prompt], w
         target.trace_dir, target.ranks, prefix, device=target.device, server=target.server, since=started
     )
     own = where / "traces"
-    own.mkdir(parents=True, exist_ok=True)
-    moved = [Path(shutil.move(str(p), own / p.name)) for p in outputs]
-    return timings, read_window(own, moved, target.device)
-
-
-def profile_prefix(run: str, window: str) -> str:
-    """A trace file prefix vLLM accepts (ASCII letters, digits, '.', '_', '-'; a letter or digit first; at
-    most 128): unique per run and window, so one pooled server's trace folder serves many runs."""
-    text = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in f"perf-{run}-{window}")
-    return text[:128]
+    return timings, read_window(own, move_outputs(outputs, own), target.device)
 
 
 def measure_window(
@@ -197,7 +189,7 @@ def measure_window(
     began = time.monotonic()
     prompts = prompts_for(target.tokenizer, request.workload)
     before = _metrics(target.server.url)
-    timings = _load(target, prompts, request.workload, progress)
+    timings = run_load(target, prompts, request.workload, progress)
     engine = engine_means(before, _metrics(target.server.url))
     profiled: tuple[RequestTiming, ...] = ()
     profile_file, buckets = None, None
@@ -239,5 +231,6 @@ __all__ = [
     "engine_means",
     "measure_window",
     "prompts_for",
+    "run_load",
     "read_profile_of",
 ]
