@@ -5,6 +5,10 @@
 - an injected fault in one op of one layer on side B (the registry's fault injection inside the plugin,
   `module=` naming vLLM's module): found as the first diverging token, then, through the CLI's module stage,
   as exactly that module and its op, with a single-op repro exported.
+- a performance twin through the CLI (`twin --perf`): cpu-tiny against cpu-tiny with one op slowed in the
+  registry (a planted `delay` fault): B is slower on TPOT, the kernel bucket holds the difference and the
+  kernel table names the planted op. Its two profiler-configured servers are the tests' only new starts here;
+  the A/A study and the other planted pairs are benchmarks/bench_perf_twin.py's.
 TP=1 against TP=2 with the gathered module compare runs in notebook 11 (checked from its files in
 tests/notebooks/test_notebook_results.py); eager against graph mode and the 32 x 64 measurement are in
 benchmarks/bench_twin.py.
@@ -18,7 +22,7 @@ import pytest
 
 from workbench import cli
 from workbench.recipes import load_serving_recipe
-from workbench.twin.api import Side, TwinSettings, run_twin
+from workbench.twin.api import Side, TwinRequest, TwinSettings, run_twin
 
 pytestmark = pytest.mark.integration
 
@@ -33,17 +37,18 @@ def runs_here(monkeypatch, log_dir):
 
 def test_batch_of_one_against_a_batch_of_sixteen_on_one_pooled_server(tiny_server, server_env, tmp_path, runs_here):
     recipe = load_serving_recipe("cpu-tiny")
-    a, b = Side("A", recipe=recipe, batch=1), Side("B", recipe=recipe, batch=16)
-    result = run_twin(
+    a, b = Side.of_recipe("A", recipe, batch=1), Side.of_recipe("B", recipe, batch=16)
+    request = TwinRequest(
         a,
         b,
         "text",
         out=tmp_path / "batch",
         num_prompts=16,
         settings=TwinSettings(max_tokens=8),
-        extra_env=server_env,
-        progress=False,
+        locate=False,  # a near tie between batch compositions must not start the module stage's two dump servers
+        extra_env=tuple(server_env.items()),
     )
+    result = run_twin(request, progress=False)
     table = result.prompt_table()
     assert len(table) == 16 and set(table["outcome"]) <= {"identical", "near tie", "diverged"}
     assert result.verdict.verdict.value in ("pass", "warning", "error") and result.verdict.reasons
@@ -96,3 +101,28 @@ def test_a_fault_in_one_layer_is_found_as_a_token_then_as_its_module(server_env,
     first_error = next(i for i, r in enumerate(prefill) if r["verdict"] == "error")
     assert all(r["verdict"] == "pass" for r in prefill[:first_error])  # layers 0-1 and layer 2's attention agree
     assert prefill[first_error]["module"] == FAULT_MODULE and first_error > 20
+
+
+def test_a_slowed_op_is_found_in_the_kernel_bucket_by_the_performance_twin(server_env, tmp_path, runs_here, capsys):
+    out = tmp_path / "perf"
+    argv = ["twin", "--perf", "--recipe", "cpu-tiny", "--set", "B:env.ASCEND_BACKEND_FAULT=silu_and_mul:delay:ms=3"]
+    argv += ["--input-len", "32", "96", "--output-len", "24", "--num-prompts", "8", "--concurrency", "4"]
+    argv += ["--repeats", "1", "--warmup", "4", "--profile-delay", "2", "--profile-steps", "24", "--out", str(out)]
+    code = cli.main([*argv, "--no-progress", *[f"--env={k}={v}" for k, v in server_env.items()]])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    saved = json.loads((out / "perf-twin.json").read_text())
+    assert saved["kind"] == "perf-twin" and len(saved["windows"]) == 4  # A0 B0 A1 B1, alternating
+    tpot = {r["bucket"]: r for r in saved["buckets"] if r["metric"] == "TPOT"}
+    delta = sum(r["delta_ms"] for r in tpot.values())
+    assert delta > 0 and "B is slower on TPOT" in printed, printed
+    assert tpot["kernel"]["share"] > 0.5 and saved["causes"]["TPOT"] == "kernel", tpot
+    top = saved["kernels"][0]
+    assert (top["kernel"], top["status"], top["op"]) == ("planted::silu_and_mul", "new", "silu_and_mul")
+    assert 3000 <= top["b_us_per_call"] < 6000 and top["b_calls_per_step"] == pytest.approx(
+        4, abs=0.5
+    )  # 3 ms, once in each of 4 layers
+    assert any(r["module"] == "mlp.act_fn" for r in saved["modules"])
+    assert set(saved["idle"]) == {"A", "B"} and saved["idle"]["B"]
+    assert all(-0.5 < cost < 2.0 for cost in saved["profiler_cost"].values())
+    assert list((out / "windows" / "B1" / "traces").glob("*.pt.trace.json.gz"))

@@ -8,8 +8,8 @@
         wait until every rank's trace is completely written, then move the window's files out
     read the traces -> Profile (+ provenance, the workload's throughput)
 
-A profiler-configured server writes into one folder per configuration (`shared_trace_dir`, under
-runs/profiler-traces/): the folder is part of its command line, so every capture, notebook and
+A profiler-configured server writes into one folder per configuration (`shared_trace_dir`, in the engine
+pool's folder or under runs/profiler-traces/): the folder is part of its command line, so every capture, notebook and
 performance twin asking for the same configuration leases the same pooled server, and each window's
 files, named by its own prefix, are moved from there into the caller's folder as soon as they are written.
 
@@ -58,7 +58,7 @@ from workbench.serving.load.metrics import LoadResult
 from workbench.serving.load.runner import run_coroutine, run_load_async
 from workbench.serving.load.workload import Workload, build_prompts, load_tokenizer
 from workbench.serving.server import Server, launch
-from workbench.settings import run_dir
+from workbench.settings import engine_pool_dir, run_dir
 from workbench.stack.provenance import provenance
 
 SCOPES_ENV = {"VLLM_CUSTOM_SCOPES_FOR_PROFILING": "1"}
@@ -118,9 +118,13 @@ def profiler_args(trace_dir: Path) -> tuple[str, ...]:
 
 
 def shared_trace_dir(recipe: ServingRecipe, extra_env: Mapping[str, str] | None = None) -> Path:
-    """The profiler folder of one configuration (recipe identity and extra environment), created."""
+    """The profiler folder of one configuration (recipe identity and extra environment), created: inside the
+    engine pool's folder while one is open (the main job, a test session: every notebook and test then shares the
+    configuration's server), else under runs/profiler-traces/."""
     key = stable_hash({"recipe": recipe.identity(), "env": dict(sorted((extra_env or {}).items()))})
-    directory = (run_dir("profiler-traces") / key).resolve()
+    pool = engine_pool_dir()
+    base = pool / "profiler-traces" if pool is not None else run_dir("profiler-traces")
+    directory = (base / key).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 
