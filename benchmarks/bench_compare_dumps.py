@@ -51,10 +51,16 @@ def _stand_in(args: argparse.Namespace):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
-        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.intermediate,
-        num_hidden_layers=args.layers, num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
-        max_position_embeddings=max(2048, args.tokens), tie_word_embeddings=True, rms_norm_eps=1e-5,
-    )  # fmt: skip
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=args.intermediate,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        max_position_embeddings=max(2048, args.tokens),
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-5,
+    )
     torch.manual_seed(0)
     return LlamaForCausalLM(config).eval()
 
@@ -81,9 +87,12 @@ def capture_pair(args: argparse.Namespace, workdir: Path) -> tuple[Path, Path, s
     for path, dtype in ((ref, torch.float32), (test, torch.bfloat16)):
         start = time.perf_counter()
         summary = capture_dump(
-            model.to(dtype), {"input_ids": ids, "use_cache": False}, path,
-            prompt_token_ids=ids[0].tolist(), model_description=label,
-        )  # fmt: skip
+            model.to(dtype),
+            {"input_ids": ids, "use_cache": False},
+            path,
+            prompt_token_ids=ids[0].tolist(),
+            model_description=label,
+        )
         print(f"captured {summary.record_count} tensors ({dtype}) in {time.perf_counter() - start:.1f} s -> {path}")
     return test, ref, label
 
@@ -114,12 +123,23 @@ def child_measure(test: str, reference: str) -> None:
         for record in dump.records:
             (dump.path / record.file).read_bytes()
     load_only_s = time.perf_counter() - start
-    print(json.dumps({
-        "baseline_kib": baseline_kib, "peak_kib": peak_kib, "largest_tensor_bytes": largest,
-        "load_only_s": load_only_s, "compare_s": compare_s, "compare_cpu_s": compare_cpu_s, "compared": result.summary.compared,
-        "errors": result.summary.errors, "warnings": result.summary.warnings,
-        "first_divergence": result.summary.first_divergence, "worst_cosine": result.summary.worst_cosine,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "baseline_kib": baseline_kib,
+                "peak_kib": peak_kib,
+                "largest_tensor_bytes": largest,
+                "load_only_s": load_only_s,
+                "compare_s": compare_s,
+                "compare_cpu_s": compare_cpu_s,
+                "compared": result.summary.compared,
+                "errors": result.summary.errors,
+                "warnings": result.summary.warnings,
+                "first_divergence": result.summary.first_divergence,
+                "worst_cosine": result.summary.worst_cosine,
+            }
+        )
+    )
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -158,13 +178,19 @@ def main() -> None:
     extra = (m["peak_kib"] - m["baseline_kib"]) * 1024
     budget = 3 * largest
     print(f"model: {label}; {args.tokens}-token prompt; test bf16 vs reference fp32")
-    print(f"compared {m['compared']} tensors: {m['errors']} error, {m['warnings']} warning; "
-          f"first divergence {m['first_divergence']}; worst cosine {m['worst_cosine']:.6f}")  # fmt: skip
-    print(f"wall time: compare {m['compare_s']:.2f} s ({m['compare_cpu_s']:.2f} s CPU), I/O floor (read both dumps) "
-          f"{m['load_only_s']:.2f} s, ratio {m['compare_s'] / m['load_only_s']:.2f}x")  # fmt: skip
-    print(f"peak RSS {m['peak_kib'] / 1024:.1f} MiB = baseline {m['baseline_kib'] / 1024:.1f} MiB + {extra / mib:.1f} MiB; "
-          f"largest tensor {largest / mib:.1f} MiB; extra / largest = {extra / largest:.2f}x "
-          f"(target < 3x: {'MET' if extra < budget else 'MISSED'})")  # fmt: skip
+    print(
+        f"compared {m['compared']} tensors: {m['errors']} error, {m['warnings']} warning; "
+        f"first divergence {m['first_divergence']}; worst cosine {m['worst_cosine']:.6f}"
+    )
+    print(
+        f"wall time: compare {m['compare_s']:.2f} s ({m['compare_cpu_s']:.2f} s CPU), I/O floor (read both dumps) "
+        f"{m['load_only_s']:.2f} s, ratio {m['compare_s'] / m['load_only_s']:.2f}x"
+    )
+    print(
+        f"peak RSS {m['peak_kib'] / 1024:.1f} MiB = baseline {m['baseline_kib'] / 1024:.1f} MiB + {extra / mib:.1f} MiB; "
+        f"largest tensor {largest / mib:.1f} MiB; extra / largest = {extra / largest:.2f}x "
+        f"(target < 3x: {'MET' if extra < budget else 'MISSED'})"
+    )
 
 
 if __name__ == "__main__":

@@ -115,8 +115,9 @@ def _sweep(spec: str, out: Path, mode: str, groups: int) -> Run:
 
 def _ray(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    return subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], env=env, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "ray.scripts.scripts", *args], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 @contextlib.contextmanager
@@ -131,9 +132,14 @@ def ray_head(groups: int) -> Iterator[float]:
     port = free_port()
     began = time.monotonic()
     started = _ray(
-        "start", "--head", f"--port={port}", f"--resources={json.dumps({CPU_GROUP_RESOURCE: groups})}",
-        "--include-dashboard=false", "--disable-usage-stats", f"--system-config={json.dumps(LOCAL_SYSTEM_CONFIG)}",
-    )  # fmt: skip
+        "start",
+        "--head",
+        f"--port={port}",
+        f"--resources={json.dumps({CPU_GROUP_RESOURCE: groups})}",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--system-config={json.dumps(LOCAL_SYSTEM_CONFIG)}",
+    )
     if started.returncode:
         raise SystemExit(f"ray start failed:\n{started.stderr[-3000:]}")
     try:
@@ -248,9 +254,11 @@ def main() -> int:
     others = [m for m in args.modes if m != base]
     throughputs = {mode: _throughputs(run) for mode, run in rounds[0].runs.items()}
     print("\noutput throughput per point (tok/s), round 0:")
-    print(f"\n{'point':40s} " + " ".join(f"{m:>9s}" for m in (base, *others)) + "".join(
-        f" {f'{m[:3]}/{base[:3]}':>8s}" for m in others
-    ))  # fmt: skip
+    print(
+        f"\n{'point':40s} "
+        + " ".join(f"{m:>9s}" for m in (base, *others))
+        + "".join(f" {f'{m[:3]}/{base[:3]}':>8s}" for m in others)
+    )
     for point_id, value in throughputs[base].items():
         print(
             f"{labels[point_id][:40]:40s} {value:9.1f}"

@@ -93,9 +93,15 @@ def planted_bench(args) -> None:
             row["enumeration"] = _enumerate(model, directory, table, args)
             enumerated.append(row["enumeration"])
         rows.append(row)
-        print(f"seed {seed}: planted {chosen}; top-3 found by {[p for p, ok in found.items() if ok]}"
-              + (f"; search {row['enumeration']['search_set']} vs true minimum {row['enumeration']['minimum_sets']}"
-                 if "enumeration" in row else ""), flush=True)  # fmt: skip
+        print(
+            f"seed {seed}: planted {chosen}; top-3 found by {[p for p, ok in found.items() if ok]}"
+            + (
+                f"; search {row['enumeration']['search_set']} vs true minimum {row['enumeration']['minimum_sets']}"
+                if "enumeration" in row
+                else ""
+            ),
+            flush=True,
+        )
     summary = {"seeds": args.seeds, "top3_recovered_seeds": hits, "enumerated": enumerated, "rows": rows}
     print("top-3 = planted units, seeds out of", args.seeds, hits)
     _save(args.out, "planted", summary)
@@ -103,8 +109,9 @@ def planted_bench(args) -> None:
 
 def _enumerate(model: PlanModel, directory: Path, table, args) -> dict:
     """Every set of <= 3 units kept FLOAT (the rest W8A8), on the dev split: the true minimum for the budget."""
-    splits = texts.build_splits(directory, ("text",), limit=16, target=texts.Target.FLOAT_GREEDY, max_tokens=128,
-                                model=model)  # fmt: skip
+    splits = texts.build_splits(
+        directory, ("text",), limit=16, target=texts.Target.FLOAT_GREEDY, max_tokens=128, model=model
+    )
     model.apply({})
     reference = {loss.id: loss.nll_sum for loss in model.score(splits.dev)}
     names = [u.name for u in model.units]
@@ -132,9 +139,16 @@ def _enumerate(model: PlanModel, directory: Path, table, args) -> dict:
 
     result = rollback_search(order, (PlanScheme.W8A8, PlanScheme.FLOAT), evaluate, args.budget)
     search_set = sorted(u for u, s in result.plan.items() if s is PlanScheme.FLOAT)
-    return {"budget": args.budget, "sets_evaluated": evaluated, "minimum_size": minimum, "minimum_sets": minimum_sets,
-            "search_set": search_set, "search_is_a_minimum": search_set in minimum_sets,
-            "search_evaluations": result.evaluations, "enumeration_seconds": round(seconds, 1)}  # fmt: skip
+    return {
+        "budget": args.budget,
+        "sets_evaluated": evaluated,
+        "minimum_size": minimum,
+        "minimum_sets": minimum_sets,
+        "search_set": search_set,
+        "search_is_a_minimum": search_set in minimum_sets,
+        "search_evaluations": result.evaluations,
+        "enumeration_seconds": round(seconds, 1),
+    }
 
 
 def agreement_bench(args) -> None:
@@ -155,26 +169,48 @@ def agreement_bench(args) -> None:
     timings["logit_kl_s"] = time.perf_counter() - t
     known = {r["unit"]: r["value"] for r in cache.log.read().records if r.get("kind") == "oracle"}
     t = time.perf_counter()
-    oracle = sensitivity.oracle(model, splits.dev, scheme, progress=True, known=known,
-                                done=lambda unit, value: cache.put(f"oracle:{unit}", {"kind": "oracle", "unit": unit,
-                                                                                      "value": value}))  # fmt: skip
+    oracle = sensitivity.oracle(
+        model,
+        splits.dev,
+        scheme,
+        progress=True,
+        known=known,
+        done=lambda unit, value: cache.put(f"oracle:{unit}", {"kind": "oracle", "unit": unit, "value": value}),
+    )
     timings["oracle_s"] = time.perf_counter() - t
     table["oracle"] = table["unit"].map(oracle)
     agree = sensitivity.agreement(table, ks=(5, 10, 20))
     print(table.sort_values("oracle", ascending=False).head(15).to_string(index=False))
     print(agree.to_string(index=False))
-    _save(args.out, f"agreement-{args.model}-{scheme.value}", {
-        "model": args.model, "scheme": scheme.value, "splits": splits.describe(), "calibration_texts": len(calibration),
-        "agreement": agree.to_dict(orient="records"), "table": table.to_dict(orient="records"),
-        "timings_s": timings, "seconds": time.perf_counter() - started})  # fmt: skip
+    _save(
+        args.out,
+        f"agreement-{args.model}-{scheme.value}",
+        {
+            "model": args.model,
+            "scheme": scheme.value,
+            "splits": splits.describe(),
+            "calibration_texts": len(calibration),
+            "agreement": agree.to_dict(orient="records"),
+            "table": table.to_dict(orient="records"),
+            "timings_s": timings,
+            "seconds": time.perf_counter() - started,
+        },
+    )
 
 
 def search_bench(args) -> None:
-    request = AutoRequest(args.model, budget=args.budget, evaluator=args.evaluator, limit=args.limit,
-                          target=texts.Target(args.target), proxy=args.proxy,
-                          ladder=tuple(PlanScheme.parse(s) for s in args.ladder.split(",")) if args.ladder else (),
-                          calibration_samples=args.calibration, state_dir=args.out / f"search-{args.model}",
-                          max_float=args.max_float)  # fmt: skip
+    request = AutoRequest(
+        args.model,
+        budget=args.budget,
+        evaluator=args.evaluator,
+        limit=args.limit,
+        target=texts.Target(args.target),
+        proxy=args.proxy,
+        ladder=tuple(PlanScheme.parse(s) for s in args.ladder.split(",")) if args.ladder else (),
+        calibration_samples=args.calibration,
+        state_dir=args.out / f"search-{args.model}",
+        max_float=args.max_float,
+    )
     result = run_autopilot(request, progress=False, say=lambda line: print(line, flush=True))
     print(result.text())
     _save(args.out, f"search-{args.model}-{args.evaluator}", result.to_dict())
@@ -199,9 +235,12 @@ def throughput_bench(args) -> None:
             from ascend_backend.quantization import QuantFormat, QuantType
 
             write_plan(source, {m: QuantType(s) for m, s in modules.items()}, QuantFormat.COMPRESSED_TENSORS, directory)
-        recipes[label] = base.with_overrides(name=f"{base.name}-{label}", model=str(directory),
-                                             served_model_name=f"{args.model}-{label}",
-                                             engine={"quantization": "compressed-tensors"})  # fmt: skip
+        recipes[label] = base.with_overrides(
+            name=f"{base.name}-{label}",
+            model=str(directory),
+            served_model_name=f"{args.model}-{label}",
+            engine={"quantization": "compressed-tensors"},
+        )
     workload = Workload(args.input_len, args.output_len, num_prompts=args.num_prompts, concurrency=args.concurrency)
     warmup = Workload(args.input_len, 8, num_prompts=4, concurrency=4)
     pairs = []
@@ -211,8 +250,13 @@ def throughput_bench(args) -> None:
         got = {name: measure_recipe(recipes[name], workload, warmup) for name in order}
         ratios = {f"{n}/float": got[n]["output_tok_s"] / got["float"]["output_tok_s"] for n in names if n != "float"}
         pairs.append({"order": order, "results": got, "ratios": ratios})
-        print(f"pair {pair} ({' -> '.join(order)}): " + ", ".join(f"{n} {got[n]['output_tok_s']:.1f} tok/s" for n in names)
-              + "; " + ", ".join(f"{k} {v:.3f}" for k, v in ratios.items()), flush=True)  # fmt: skip
+        print(
+            f"pair {pair} ({' -> '.join(order)}): "
+            + ", ".join(f"{n} {got[n]['output_tok_s']:.1f} tok/s" for n in names)
+            + "; "
+            + ", ".join(f"{k} {v:.3f}" for k, v in ratios.items()),
+            flush=True,
+        )
     geo = {k: math.exp(sum(math.log(p["ratios"][k]) for p in pairs) / len(pairs)) for k in pairs[0]["ratios"]}
     print("geometric mean over pairs:", {k: round(v, 3) for k, v in geo.items()})
     _save(args.out, f"throughput-{args.model}", {"pairs": pairs, "geomean": geo, "workload": vars(workload)})
@@ -239,11 +283,22 @@ def schemes_bench(args) -> None:
         splits = texts.build_splits(source, limit=args.limit, target=texts.Target(args.target), model=model)
         model.apply({})
         reference = {x.id: x.nll_sum for x in model.score(splits.test)}
-        served = ServedEvaluator(load_serving_recipe(f"cpu-{name}"), source, model.units, args.out / f"schemes-{name}",
-                                 progress=False, group_size=args.group_size)  # fmt: skip
+        served = ServedEvaluator(
+            load_serving_recipe(f"cpu-{name}"),
+            source,
+            model.units,
+            args.out / f"schemes-{name}",
+            progress=False,
+            group_size=args.group_size,
+        )
         (served_float,) = served.losses({u.name: PlanScheme.FLOAT for u in model.units}, splits.test)
-        for scheme in (PlanScheme.W8A8_DYNAMIC, PlanScheme.W8A8, PlanScheme.W8A16, PlanScheme.W4A16,
-                       PlanScheme.W4A8_DYNAMIC):  # fmt: skip
+        for scheme in (
+            PlanScheme.W8A8_DYNAMIC,
+            PlanScheme.W8A8,
+            PlanScheme.W8A16,
+            PlanScheme.W4A16,
+            PlanScheme.W4A8_DYNAMIC,
+        ):
             plan = {u.name: scheme for u in model.units}
             model.apply_units(plan)
             rise = nll_rise({x.id: x.nll_sum for x in model.score(splits.test)}, reference, _scored(splits.test))
@@ -252,18 +307,34 @@ def schemes_bench(args) -> None:
             )
             print(rows[-1], flush=True)
             if scheme is PlanScheme.W4A16 and not cpu_wna16_kernel():
-                rows.append({"model": name, "scheme": scheme.value, "measured": "served",
-                             "note": "not served: this vLLM CPU build has no cpu_gemm_wna16 (AVX512 only)"})  # fmt: skip
+                rows.append(
+                    {
+                        "model": name,
+                        "scheme": scheme.value,
+                        "measured": "served",
+                        "note": "not served: this vLLM CPU build has no cpu_gemm_wna16 (AVX512 only)",
+                    }
+                )
                 print(rows[-1], flush=True)
             elif scheme in (PlanScheme.W8A8_DYNAMIC, PlanScheme.W4A16):
                 (losses,) = served.losses(plan, splits.test)
-                rows.append({"model": name, "scheme": scheme.value, "measured": "served",
-                             **nll_rise(losses, served_float, _scored(splits.test)).to_dict()})  # fmt: skip
+                rows.append(
+                    {
+                        "model": name,
+                        "scheme": scheme.value,
+                        "measured": "served",
+                        **nll_rise(losses, served_float, _scored(splits.test)).to_dict(),
+                    }
+                )
                 print(rows[-1], flush=True)
         model.apply({})
         prompts = [list(t.ids[: t.start]) for t in splits.test]
-        executor = Executor(model.model, block_size=32, num_blocks=(max(map(len, prompts)) // 32 + 3) * len(prompts),
-                            enable_prefix_caching=False)  # fmt: skip
+        executor = Executor(
+            model.model,
+            block_size=32,
+            num_blocks=(max(map(len, prompts)) // 32 + 3) * len(prompts),
+            enable_prefix_caching=False,
+        )
         sampling = SamplingParams(max_tokens=32, stop_at_eos=False)
         layer_of = layer_finder(executor.kv_caches)
         amax: dict = {}
@@ -275,10 +346,19 @@ def schemes_bench(args) -> None:
         plain = executor.generate(prompts, sampling)
         with kv_cache_write(fake_quant_kv_write(layer_of, scales)):
             c8 = executor.generate(prompts, sampling)
-        agree = [next((i for i, (a, b) in enumerate(zip(p.token_ids, q.token_ids)) if a != b), 32) / 32
-                 for p, q in zip(plain, c8)]  # fmt: skip
-        rows.append({"model": name, "scheme": "C8 (KV int8)", "measured": "fake-quant",
-                     "greedy_agreement": sum(agree) / len(agree), "exact": sum(a == 1 for a in agree) / len(agree)})  # fmt: skip
+        agree = [
+            next((i for i, (a, b) in enumerate(zip(p.token_ids, q.token_ids)) if a != b), 32) / 32
+            for p, q in zip(plain, c8)
+        ]
+        rows.append(
+            {
+                "model": name,
+                "scheme": "C8 (KV int8)",
+                "measured": "fake-quant",
+                "greedy_agreement": sum(agree) / len(agree),
+                "exact": sum(a == 1 for a in agree) / len(agree),
+            }
+        )
         print(rows[-1], flush=True)
     _save(args.out, "schemes", {"rows": rows, "group_size": args.group_size, "limit": args.limit})
 
@@ -305,8 +385,10 @@ def lint_bench(args) -> None:
         for _ in range(args.repeats):
             lint_checkpoint(path)
         seconds[name] = (time.perf_counter() - t) / args.repeats
-    print(f"corpus built in {built:.1f} s; lint per checkpoint (all tags): max {max(seconds.values()):.3f} s, "
-          f"smollm2-w8a8 {seconds['smollm2-w8a8']:.3f} s")  # fmt: skip
+    print(
+        f"corpus built in {built:.1f} s; lint per checkpoint (all tags): max {max(seconds.values()):.3f} s, "
+        f"smollm2-w8a8 {seconds['smollm2-w8a8']:.3f} s"
+    )
     _save(args.out, "lint", {"corpus_build_s": built, "seconds_per_lint": seconds})
 
 
@@ -338,8 +420,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    {"planted": planted_bench, "agreement": agreement_bench, "search": search_bench,
-     "throughput": throughput_bench, "schemes": schemes_bench, "lint": lint_bench}[args.part](args)  # fmt: skip
+    {
+        "planted": planted_bench,
+        "agreement": agreement_bench,
+        "search": search_bench,
+        "throughput": throughput_bench,
+        "schemes": schemes_bench,
+        "lint": lint_bench,
+    }[args.part](args)
 
 
 if __name__ == "__main__":

@@ -47,8 +47,20 @@ ROWS_PER_STEP = rows_per_step(4)  # the tiny model
 def dump_with_cli(
     out: Path, reference: Path | None, server_env: dict[str, str], *extra: str, recipe: str = "cpu-tiny"
 ) -> None:
-    argv = ["dump", "--recipe", recipe, "--prompt", PROMPT, "--steps", str(STEPS), "--out", str(out),
-            "--no-progress", *[f"--env={k}={v}" for k, v in server_env.items()], *extra]  # fmt: skip
+    argv = [
+        "dump",
+        "--recipe",
+        recipe,
+        "--prompt",
+        PROMPT,
+        "--steps",
+        str(STEPS),
+        "--out",
+        str(out),
+        "--no-progress",
+        *[f"--env={k}={v}" for k, v in server_env.items()],
+        *extra,
+    ]
     if reference is not None:
         argv += ["--reference", str(reference)]
     assert cli.main(argv) == 0

@@ -70,9 +70,27 @@ def test_a_rerun_resumes_without_new_records(tiny_server, first_run):
 
 def test_cli_against_itself_agrees_completely(tiny_server, first_run, tmp_path, capsys):
     second = tmp_path / "second"
-    argv = ["evaluate", "--url", tiny_server.url, "--dataset", "humaneval", "text", "--limit", "3",
-            "--max-tokens", str(CAP), "--concurrency", "1", "--out", str(second), "--reference", str(first_run),
-            "--json", str(tmp_path / "summary.json"), "--no-progress"]  # fmt: skip
+    argv = [
+        "evaluate",
+        "--url",
+        tiny_server.url,
+        "--dataset",
+        "humaneval",
+        "text",
+        "--limit",
+        "3",
+        "--max-tokens",
+        str(CAP),
+        "--concurrency",
+        "1",
+        "--out",
+        str(second),
+        "--reference",
+        str(first_run),
+        "--json",
+        str(tmp_path / "summary.json"),
+        "--no-progress",
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert "humaneval (code): pass" in printed and "text (text): pass" in printed

@@ -83,10 +83,12 @@ def runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[st
 @pytest.fixture(scope="module")
 def compiled_runs(smollm2: Path, server_env: dict[str, str], tmp_path_factory) -> dict[str, RunResult]:
     workdir = tmp_path_factory.mktemp("plugin-compiled-runs")
-    return run_pairs([
-        RunSpec("compiled-off", smollm2, compiled=True, plugin=False, workdir=workdir, extra_env=server_env),
-        RunSpec("compiled-on", smollm2, compiled=True, plugin=True, workdir=workdir, extra_env=server_env),
-    ])  # fmt: skip
+    return run_pairs(
+        [
+            RunSpec("compiled-off", smollm2, compiled=True, plugin=False, workdir=workdir, extra_env=server_env),
+            RunSpec("compiled-on", smollm2, compiled=True, plugin=True, workdir=workdir, extra_env=server_env),
+        ]
+    )
 
 
 def run_pairs(specs: list[RunSpec]) -> dict[str, RunResult]:

@@ -186,9 +186,18 @@ def _rel_diff(test: float, reference: float) -> float:
 
 
 _TENSOR_COLUMNS = (
-    "cosine", "euclidean_distance", "rmse", "max_abs_err", "max_rel_err", "one_thousandth_ratio",
-    "five_thousandth_ratio", "test_nan_count", "test_inf_count", "reference_nan_count", "reference_inf_count",
-)  # fmt: skip
+    "cosine",
+    "euclidean_distance",
+    "rmse",
+    "max_abs_err",
+    "max_rel_err",
+    "one_thousandth_ratio",
+    "five_thousandth_ratio",
+    "test_nan_count",
+    "test_inf_count",
+    "reference_nan_count",
+    "reference_inf_count",
+)
 
 
 def _tensor_row(test: Dump, reference: Dump, t: DumpRecord, r: DumpRecord) -> dict:
@@ -249,8 +258,11 @@ def compare_dumps(
     """Compare `test` (e.g. the NPU run) with `reference` (e.g. CPU float32), record by record."""
     test_dump = test if isinstance(test, WorkbenchDump | MsprobeDump) else open_dump(test)
     ref_dump = reference if isinstance(reference, WorkbenchDump | MsprobeDump) else open_dump(reference)
-    gathered = [f"{side}: {note}" for side, dump in (("test", test_dump), ("reference", ref_dump))
-                for note in getattr(dump, "notes", ())]  # fmt: skip
+    gathered = [
+        f"{side}: {note}"
+        for side, dump in (("test", test_dump), ("reference", ref_dump))
+        for note in getattr(dump, "notes", ())
+    ]
     alignment = None
     if is_engine_dump(test_dump) != is_engine_dump(ref_dump):  # engine vs one-pass: map names, select rows
         with serial_torch():

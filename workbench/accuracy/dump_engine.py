@@ -78,7 +78,7 @@ class DerivedDump:
                 file=None,
                 device=device,
                 step=step,
-            )  # fmt: skip
+            )
         )
         self._tensors.append(tensor_fn)
 
@@ -241,8 +241,13 @@ class _Aligner:
         seq_len = len(self.ref_ids)
         for module, ref, tensor_fn in zip(mapping.reference_modules, refs, parts, strict=True):
             self.test.add(module, step.step, tensor_fn, first.inputs_nonfinite, first.device)
-            self.ref.add(module, step.step, lambda ref=ref: _rows(self.reference.load(ref), positions, seq_len),
-                         ref.inputs_nonfinite, ref.device)  # fmt: skip
+            self.ref.add(
+                module,
+                step.step,
+                lambda ref=ref: _rows(self.reference.load(ref), positions, seq_len),
+                ref.inputs_nonfinite,
+                ref.device,
+            )
             self.levels.append((self.test.records[-1].key, mapping.level))
 
     def notes(self) -> list[str]:
@@ -254,8 +259,10 @@ class _Aligner:
         for module, reason in self.unmapped.items():
             by_reason.setdefault(reason, []).append(module)
         for reason, modules in by_reason.items():
-            notes.append(f"not compared ({len(modules)}: {', '.join(modules[:3])}{', ...' if len(modules) > 3 else ''}): "
-                         f"{reason}")  # fmt: skip
+            notes.append(
+                f"not compared ({len(modules)}: {', '.join(modules[:3])}{', ...' if len(modules) > 3 else ''}): "
+                f"{reason}"
+            )
         notes += [f"not compared: {m}: {why}" for m, why in list(self.no_reference.items())[:_LISTED]]
         return notes
 

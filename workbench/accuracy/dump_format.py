@@ -48,11 +48,30 @@ from ascend_backend.dump_format import DumpWriter as _BackendDumpWriter
 from workbench.errors import WorkbenchError
 
 __all__ = [
-    "FORMAT_NAME", "FORMAT_VERSION", "MANIFEST_FILE", "RECORDS_FILE", "SOURCE_ENGINE", "SOURCE_MODULE", "STEPS_FILE",
-    "TENSORS_DIR", "TENSOR_KEY", "DumpHeader", "DumpMode", "DumpRecord", "ParallelInfo", "ShardKind", "ShardLayout",
-    "StepRecord", "TensorStats", "WorkbenchDump",
-    "any_nonfinite", "open_writer", "record_key", "stack_versions", "tensors_in",
-]  # fmt: skip
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MANIFEST_FILE",
+    "RECORDS_FILE",
+    "SOURCE_ENGINE",
+    "SOURCE_MODULE",
+    "STEPS_FILE",
+    "TENSORS_DIR",
+    "TENSOR_KEY",
+    "DumpHeader",
+    "DumpMode",
+    "DumpRecord",
+    "ParallelInfo",
+    "ShardKind",
+    "ShardLayout",
+    "StepRecord",
+    "TensorStats",
+    "WorkbenchDump",
+    "any_nonfinite",
+    "open_writer",
+    "record_key",
+    "stack_versions",
+    "tensors_in",
+]
 
 
 def open_writer(directory: str | os.PathLike, header: DumpHeader) -> _BackendDumpWriter:

@@ -78,8 +78,12 @@ def combine_stats(stats: Sequence[TensorStats], sizes: Sequence[int]) -> TensorS
 def stats_agree(a: TensorStats, b: TensorStats, tolerance: float = REPLICA_TOLERANCE) -> bool:
     """Whether two ranks' statistics describe the same tensor (NaN agrees with NaN)."""
     scale = max(abs(a.max), abs(a.min), abs(b.max), abs(b.min), 1e-30)
-    for x, y, reach in ((a.max, b.max, scale), (a.min, b.min, scale), (a.mean, b.mean, scale),
-                        (a.norm, b.norm, max(a.norm, b.norm, 1e-30))):  # fmt: skip
+    for x, y, reach in (
+        (a.max, b.max, scale),
+        (a.min, b.min, scale),
+        (a.mean, b.mean, scale),
+        (a.norm, b.norm, max(a.norm, b.norm, 1e-30)),
+    ):
         if math.isnan(x) or math.isnan(y):
             if not (math.isnan(x) and math.isnan(y)):
                 return False
@@ -116,9 +120,11 @@ class GatheredDump(WorkbenchDump):
             for module, names in rank.header.module_ops.items():
                 ops.setdefault(module, set()).update(names)
         self.header = replace(
-            first.header, device=f"{first.header.device} x{len(self.ranks)} ranks (gathered)", parallel=None,
+            first.header,
+            device=f"{first.header.device} x{len(self.ranks)} ranks (gathered)",
+            parallel=None,
             module_ops={m: tuple(sorted(o)) for m, o in ops.items()},
-        )  # fmt: skip
+        )
         self.notes: list[str] = []
         self.steps = self._common_steps()
         self._sources: list[Callable[[], torch.Tensor]] = []
@@ -195,11 +201,16 @@ class GatheredDump(WorkbenchDump):
         """(the gathered record, its tensor source), or why the record cannot be gathered."""
         first_rank = self.ranks[0]
         if layout.kind is ShardKind.REPLICATED:
-            bad = [self.ranks[i + 1].path.name for i, o in enumerate(others)
-                   if o is not None and (o.shape != record.shape or not stats_agree(o.stats, record.stats))]  # fmt: skip
+            bad = [
+                self.ranks[i + 1].path.name
+                for i, o in enumerate(others)
+                if o is not None and (o.shape != record.shape or not stats_agree(o.stats, record.stats))
+            ]
             if bad:
-                return (f"its output differs on {', '.join(bad)} although its layer type says every rank holds all of "
-                        "it (a sharding the gatherer does not know)")  # fmt: skip
+                return (
+                    f"its output differs on {', '.join(bad)} although its layer type says every rank holds all of "
+                    "it (a sharding the gatherer does not know)"
+                )
             return record, lambda: first_rank.load(record)
         if any(o is None for o in others):
             return "not every rank recorded it"
@@ -209,8 +220,11 @@ class GatheredDump(WorkbenchDump):
         tensors = self.mode is DumpMode.TENSORS
         loads = [(rank, part) for rank, part in zip(self.ranks, parts, strict=True)]
         if layout.kind is ShardKind.PARTIAL:
-            return self._derived(record, loads, None, "partial sums") if tensors else (
-                "a partial sum's statistics cannot be gathered from stats-only dumps")  # fmt: skip
+            return (
+                self._derived(record, loads, None, "partial sums")
+                if tensors
+                else ("a partial sum's statistics cannot be gathered from stats-only dumps")
+            )
         if any(p.shape[-1] != sum(layout.parts) for p in parts):
             return f"its width {record.shape[-1]} is not the layout's parts {list(layout.parts)}"
         if any(self.tp_size % r for r in layout.replicas):
@@ -220,8 +234,14 @@ class GatheredDump(WorkbenchDump):
             size = [math.prod(p.shape) for p in parts]
             stats = combine_stats([p.stats for p in parts], size)
             shape = (*record.shape[:-1], width)
-            merged = replace(record, shape=shape, stats=stats, nan_count=_total(p.nan_count for p in parts),
-                             inf_count=_total(p.inf_count for p in parts), inputs_nonfinite=_any(parts))  # fmt: skip
+            merged = replace(
+                record,
+                shape=shape,
+                stats=stats,
+                nan_count=_total(p.nan_count for p in parts),
+                inf_count=_total(p.inf_count for p in parts),
+                inputs_nonfinite=_any(parts),
+            )
             merged = replace(merged, nonfinite=bool((merged.nan_count or 0) + (merged.inf_count or 0)))
             return merged, lambda: gather_split([rank.load(part) for rank, part in loads], layout)
         if not tensors:
@@ -240,9 +260,14 @@ class GatheredDump(WorkbenchDump):
         tensor = source()
         nans, infs = _counts(tensor)
         made = replace(
-            record, shape=tuple(tensor.shape), stats=TensorStats.of(tensor), nan_count=nans, inf_count=infs,
-            nonfinite=bool(nans or infs), inputs_nonfinite=_any([part for _, part in loads]),
-        )  # fmt: skip
+            record,
+            shape=tuple(tensor.shape),
+            stats=TensorStats.of(tensor),
+            nan_count=nans,
+            inf_count=infs,
+            nonfinite=bool(nans or infs),
+            inputs_nonfinite=_any([part for _, part in loads]),
+        )
         return made, source
 
     def load(self, record: DumpRecord) -> torch.Tensor:

@@ -104,8 +104,13 @@ def capture_engine_dump(
     out = out.expanduser().resolve()
     _refuse_used_directory(out)
     base = recipe_name if isinstance(recipe_name, ServingRecipe) else load_serving_recipe(recipe_name)
-    dump = {"dir": str(out), "steps": steps, "modules": list(modules), "layers": list(layers) if layers else None,
-            "stats_only": stats_only}  # fmt: skip
+    dump = {
+        "dir": str(out),
+        "steps": steps,
+        "modules": list(modules),
+        "layers": list(layers) if layers else None,
+        "stats_only": stats_only,
+    }
     recipe = base.with_overrides(engine={"enforce_eager": True}, dump=dump)
     with (  # never pooled: the engine counts its dump steps from its start
         launch(
@@ -131,8 +136,14 @@ def greedy_completion(client: httpx.Client, url: str, model: str, prompt: str | 
     No logprobs are asked for: the dump holds the tokens, and an engine under a NaN fault would answer
     with NaN logprobs that JSON cannot carry.
     """
-    payload = {"model": model, "prompt": prompt if isinstance(prompt, str) else list(prompt), "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True,
-               "seed": 0}  # fmt: skip
+    payload = {
+        "model": model,
+        "prompt": prompt if isinstance(prompt, str) else list(prompt),
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "seed": 0,
+    }
     response = client.post(f"{url}/v1/completions", json=payload)
     response.raise_for_status()
     return str(response.json()["choices"][0]["text"])
@@ -159,8 +170,17 @@ def _read_result(out: Path, prompt: str, text: str, model: str, log_path: Path |
     except WorkbenchError as exc:
         raise WorkbenchError(f"{exc} (server log: {log_path})") from None
     model_dir = Path(model) if Path(model).is_dir() else None
-    return EngineDumpResult(out, tuple(ranks), model_dir, prompt, text, _engine_tokens(first), len(first.steps),
-                            len(first.records), log_path)  # fmt: skip
+    return EngineDumpResult(
+        out,
+        tuple(ranks),
+        model_dir,
+        prompt,
+        text,
+        _engine_tokens(first),
+        len(first.steps),
+        len(first.records),
+        log_path,
+    )
 
 
 def capture_reference_for(result: EngineDumpResult, out: Path, *, patterns: Sequence[str] = ("*",)) -> Path:
@@ -175,10 +195,14 @@ def capture_reference_for(result: EngineDumpResult, out: Path, *, patterns: Sequ
     model = load_causal_lm(result.model_dir, torch.float32, "cpu")
     ids = list(result.token_ids)
     capture_dump(
-        model, {"input_ids": torch.tensor([ids]), "use_cache": False}, out, module_patterns=patterns,
-        prompt_token_ids=ids, prompt=result.prompt,
+        model,
+        {"input_ids": torch.tensor([ids]), "use_cache": False},
+        out,
+        module_patterns=patterns,
+        prompt_token_ids=ids,
+        prompt=result.prompt,
         model_description=f"transformers float32 cpu: {result.model_dir.name} (golden for {result.directory})",
-    )  # fmt: skip
+    )
     return out
 
 

@@ -130,26 +130,46 @@ def layer_curves(comparison: DumpComparison) -> go.Figure:
     fig = go.Figure()
     hover = "%{customdata}<br>%{y:.6g}<extra>%{fullData.name}</extra>"
     fig.add_scatter(x=x, y=table["cosine"], name="cosine", mode="lines+markers", customdata=keys, hovertemplate=hover)
-    fig.add_scatter(x=x, y=table["max_abs_err"], name="max abs error", mode="lines+markers", yaxis="y2",
-                    customdata=keys, hovertemplate=hover)  # fmt: skip
+    fig.add_scatter(
+        x=x,
+        y=table["max_abs_err"],
+        name="max abs error",
+        mode="lines+markers",
+        yaxis="y2",
+        customdata=keys,
+        hovertemplate=hover,
+    )
     for key, label, colour in (
         (summary.first_divergence, "first divergence", "#d4a72c"),
         (summary.nan_origin, "NaN origin", "#cf222e"),
     ):
         if key is not None and key in keys:
             fig.add_vline(x=keys.index(key), line_color=colour, line_dash="dash")
-            fig.add_annotation(x=keys.index(key), y=1.0, yref="paper", text=f"{label}: {key}", showarrow=False,
-                               font={"color": colour}, xanchor="left")  # fmt: skip
+            fig.add_annotation(
+                x=keys.index(key),
+                y=1.0,
+                yref="paper",
+                text=f"{label}: {key}",
+                showarrow=False,
+                font={"color": colour},
+                xanchor="left",
+            )
     ticks = layer_ticks(keys)
     fig.update_layout(
         title="Per-module agreement with the float32 reference",
         xaxis={"title": "module, in execution order", "tickvals": list(ticks), "ticktext": list(ticks.values())},
         yaxis={"title": "cosine"},
-        yaxis2={"title": "max abs error", "overlaying": "y", "side": "right", "type": "log", "dtick": 1,
-                "exponentformat": "power"},
+        yaxis2={
+            "title": "max abs error",
+            "overlaying": "y",
+            "side": "right",
+            "type": "log",
+            "dtick": 1,
+            "exponentformat": "power",
+        },
         height=480,
         legend={"orientation": "h", "y": -0.2},
-    )  # fmt: skip
+    )
     return fig
 
 

@@ -386,9 +386,25 @@ def _result(
             f"{ref_nf.nan_count} NaN / {ref_nf.inf_count} Inf"
         )
         return TensorComparison(
-            str(t_all.dtype), str(r_all.dtype), shape, numel, nan, nan, nan, nan, nan, nan, nan,
-            test_nf, ref_nf, False, nan, nan, Verdict.ERROR, reason,
-        )  # fmt: skip
+            str(t_all.dtype),
+            str(r_all.dtype),
+            shape,
+            numel,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            test_nf,
+            ref_nf,
+            False,
+            nan,
+            nan,
+            Verdict.ERROR,
+            reason,
+        )
 
     cosine = _cosine(sums, numel)
     verdict, reason, error_share, warning_share = _judge(rule, cosine, numel, sums)

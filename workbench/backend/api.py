@@ -16,7 +16,10 @@ import torch
 
 from ascend_backend.npu.device import detect, npu_status
 from ascend_backend.registry import REGISTRY
-from workbench.backend.kernels import (
+from workbench.results.envelope import DocumentKind, write_result
+from workbench.stack.devices import resolve_device
+from workbench.stack.dtypes import parse_dtype
+from workbench.stack.kernels import (
     context_of,
     kernel_diff,
     kernel_diff_contexts,
@@ -25,9 +28,6 @@ from workbench.backend.kernels import (
     side_context,
     with_serving,
 )
-from workbench.results.envelope import DocumentKind, write_result
-from workbench.stack.devices import resolve_device
-from workbench.stack.dtypes import parse_dtype
 
 KERNELS_KIND = DocumentKind("kernels")  # `kernels --json`: the selection table, or A/B kernel changes
 

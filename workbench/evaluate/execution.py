@@ -69,8 +69,12 @@ class ExecutionResult:
         return self.outcome is Outcome.PASSED
 
     def to_dict(self) -> dict:
-        return {"outcome": self.outcome.value, "reason": self.reason, "duration_s": round(self.duration_s, 4),
-                "isolation": list(self.isolation)}  # fmt: skip
+        return {
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "duration_s": round(self.duration_s, 4),
+            "isolation": list(self.isolation),
+        }
 
 
 def _tail(path: Path) -> str:
@@ -121,17 +125,33 @@ def run_program(source: str, limits: Limits = Limits()) -> ExecutionResult:
         box.mkdir(mode=0o700)
         program = root_dir / "program.py"
         program.write_text(source, encoding="utf-8")
-        config = {"box": str(box), "program": str(program), "cpu_s": limits.cpu_s, "open_files": limits.open_files,
-                  "memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes}  # fmt: skip
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(box), "TMPDIR": str(box),
-               "WB_SANDBOX_MARKER": marker}  # fmt: skip
+        config = {
+            "box": str(box),
+            "program": str(program),
+            "cpu_s": limits.cpu_s,
+            "open_files": limits.open_files,
+            "memory_bytes": limits.memory_bytes,
+            "file_bytes": limits.file_bytes,
+        }
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "HOME": str(box),
+            "TMPDIR": str(box),
+            "WB_SANDBOX_MARKER": marker,
+        }
         stdout_path, stderr_path = root_dir / "stdout", root_dir / "stderr"
         started = time.monotonic()
         with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-B", str(DRIVER), json.dumps(config)],
-                cwd=box, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-            )  # fmt: skip
+                cwd=box,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
             try:
                 code, killed = process.wait(timeout=limits.wall_s), False
             except subprocess.TimeoutExpired:

@@ -109,17 +109,29 @@ class DatasetSummary:
         return self.passed / self.executed if self.executed else math.nan
 
     def row(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "kind": self.kind.value, "model": self.model,
-                "nll_problems": self.nll.problems, "nll_tokens": self.nll.tokens, "nll_mean": self.nll.mean,
-                "perplexity": self.nll.perplexity, "completions": self.completions,
-                "mean_completion_tokens": self.mean_completion_tokens, "executed": self.executed,
-                "passed": self.passed, "pass_at_1": self.pass_at_1,
-                "errors": sum(self.errors.values())}  # fmt: skip
+        return {
+            "dataset": self.dataset,
+            "kind": self.kind.value,
+            "model": self.model,
+            "nll_problems": self.nll.problems,
+            "nll_tokens": self.nll.tokens,
+            "nll_mean": self.nll.mean,
+            "perplexity": self.nll.perplexity,
+            "completions": self.completions,
+            "mean_completion_tokens": self.mean_completion_tokens,
+            "executed": self.executed,
+            "passed": self.passed,
+            "pass_at_1": self.pass_at_1,
+            "errors": sum(self.errors.values()),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(kind=self.kind.value, nll={**asdict(self.nll), "mean": self.nll.mean,
-                                                "perplexity": self.nll.perplexity}, pass_at_1=self.pass_at_1)  # fmt: skip
+        data.update(
+            kind=self.kind.value,
+            nll={**asdict(self.nll), "mean": self.nll.mean, "perplexity": self.nll.perplexity},
+            pass_at_1=self.pass_at_1,
+        )
         return data
 
 
@@ -192,15 +204,27 @@ class DatasetComparison:
         return Verdict.worst(judged) if judged else None
 
     def row(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "kind": self.kind.value, "verdict": _name(self.verdict),
-                "nll_problems": self.nll_problems, "nll_reference": self.nll_reference, "nll_test": self.nll_test,
-                "nll_delta": self.nll_delta, "nll_increase_pct": self.nll_increase_pct,
-                "greedy_problems": self.agreement.problems, "greedy_agreement": self.agreement.mean,
-                "greedy_token_weighted": self.agreement.token_weighted,
-                "greedy_exact_match": self.agreement.exact_match_rate, "pass_problems": self.pass_problems,
-                "pass_at_1_reference": self.pass_reference, "pass_at_1_test": self.pass_test,
-                "pass_drop_pct": self.pass_drop_pct, "retokenised": self.retokenised,
-                "worst_problem": self.worst_problem, "worst_nll_delta": self.worst_delta}  # fmt: skip
+        return {
+            "dataset": self.dataset,
+            "kind": self.kind.value,
+            "verdict": _name(self.verdict),
+            "nll_problems": self.nll_problems,
+            "nll_reference": self.nll_reference,
+            "nll_test": self.nll_test,
+            "nll_delta": self.nll_delta,
+            "nll_increase_pct": self.nll_increase_pct,
+            "greedy_problems": self.agreement.problems,
+            "greedy_agreement": self.agreement.mean,
+            "greedy_token_weighted": self.agreement.token_weighted,
+            "greedy_exact_match": self.agreement.exact_match_rate,
+            "pass_problems": self.pass_problems,
+            "pass_at_1_reference": self.pass_reference,
+            "pass_at_1_test": self.pass_test,
+            "pass_drop_pct": self.pass_drop_pct,
+            "retokenised": self.retokenised,
+            "worst_problem": self.worst_problem,
+            "worst_nll_delta": self.worst_delta,
+        }
 
 
 def _same_tokens(a: dict[str, Any], b: dict[str, Any], *keys: str) -> bool:
@@ -224,23 +248,43 @@ def compare_files(reference: RunFile, test: RunFile, limits: KindThresholds) -> 
     same = [i for i in common if _same_tokens(reference.greedy[i], test.greedy[i], "prompt_sha")]
     agree = total_agreement([agreement(test.greedy[i]["token_ids"], reference.greedy[i]["token_ids"]) for i in same])
     executed = [i for i in reference.execution if i in test.execution]
-    passed = {side: sum(run.execution[i]["outcome"] == "passed" for i in executed) for side, run in
-              (("reference", reference), ("test", test))}  # fmt: skip
+    passed = {
+        side: sum(run.execution[i]["outcome"] == "passed" for i in executed)
+        for side, run in (("reference", reference), ("test", test))
+    }
     ratio = {side: passed[side] / len(executed) if executed else math.nan for side in passed}
     comparison = DatasetComparison(
-        reference.dataset, reference.kind, nll_n, nll_ref, nll_test, max(retokenised, len(common) - len(same)),
-        worst, worst_delta, agree, len(executed), ratio["reference"], ratio["test"],
-    )  # fmt: skip
+        reference.dataset,
+        reference.kind,
+        nll_n,
+        nll_ref,
+        nll_test,
+        max(retokenised, len(common) - len(same)),
+        worst,
+        worst_delta,
+        agree,
+        len(executed),
+        ratio["reference"],
+        ratio["test"],
+    )
     return _judged(comparison, limits)
 
 
 def _judged(c: DatasetComparison, limits: KindThresholds) -> DatasetComparison:
     findings = [
-        Finding("nll_increase_pct", c.nll_increase_pct, judge_loss(c.nll_increase_pct, limits.nll_increase_pct),
-                f"mean NLL {c.nll_reference:.4f} -> {c.nll_test:.4f} nats/token over {c.nll_problems} problems"),
-        Finding("greedy_agreement", c.agreement.mean, judge_minimum(c.agreement.mean, limits.greedy_agreement),
-                f"{c.agreement.exact_match_rate:.0%} of {c.agreement.problems} greedy completions identical"),
-    ]  # fmt: skip
+        Finding(
+            "nll_increase_pct",
+            c.nll_increase_pct,
+            judge_loss(c.nll_increase_pct, limits.nll_increase_pct),
+            f"mean NLL {c.nll_reference:.4f} -> {c.nll_test:.4f} nats/token over {c.nll_problems} problems",
+        ),
+        Finding(
+            "greedy_agreement",
+            c.agreement.mean,
+            judge_minimum(c.agreement.mean, limits.greedy_agreement),
+            f"{c.agreement.exact_match_rate:.0%} of {c.agreement.problems} greedy completions identical",
+        ),
+    ]
     if c.kind is DatasetKind.CODE:
         findings.append(_pass_at_1_finding(c, limits))
     return replace(c, findings=tuple(findings))
@@ -252,10 +296,12 @@ def _pass_at_1_finding(c: DatasetComparison, limits: KindThresholds) -> Finding:
     detail = f"pass@1 {c.pass_reference:.1%} -> {c.pass_test:.1%} over {c.pass_problems} problems"
     if c.pass_problems and c.pass_reference == 0:
         return Finding(
-            "pass_at_1_drop_pct", None, None,
+            "pass_at_1_drop_pct",
+            None,
+            None,
             f"{detail}: no problem passes on the reference side, so pass@1 cannot show a drop here; "
             "NLL and greedy agreement carry the comparison (more problems, or a stronger model, make it count)",
-        )  # fmt: skip
+        )
     return Finding(
         "pass_at_1_drop_pct", c.pass_drop_pct, judge_loss(c.pass_drop_pct, limits.pass_at_1_drop_pct), detail
     )
@@ -281,8 +327,10 @@ class Comparison:
         return pd.DataFrame([d.row() for d in self.datasets])
 
     def text(self) -> str:
-        lines = [f"test {self.test_model} ({self.test_dir}) against reference {self.reference_model} "
-                 f"({self.reference_dir}): {self.verdict.value}"]  # fmt: skip
+        lines = [
+            f"test {self.test_model} ({self.test_dir}) against reference {self.reference_model} "
+            f"({self.reference_dir}): {self.verdict.value}"
+        ]
         for d in self.datasets:
             lines.append(f"  {d.dataset} ({d.kind.value}): {_name(d.verdict)}")
             lines += [
@@ -293,11 +341,18 @@ class Comparison:
         return "\n".join(lines + list(self.sentences))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reference_dir": self.reference_dir, "test_dir": self.test_dir, "verdict": _name(self.verdict),
-                "reference_model": self.reference_model, "test_model": self.test_model,
-                "datasets": [{**d.row(), "findings": [{**asdict(f), "verdict": _name(f.verdict)} for f in d.findings]}
-                             for d in self.datasets],
-                "sentences": list(self.sentences)}  # fmt: skip
+        return {
+            "reference_dir": self.reference_dir,
+            "test_dir": self.test_dir,
+            "verdict": _name(self.verdict),
+            "reference_model": self.reference_model,
+            "test_model": self.test_model,
+            "datasets": [
+                {**d.row(), "findings": [{**asdict(f), "verdict": _name(f.verdict)} for f in d.findings]}
+                for d in self.datasets
+            ],
+            "sentences": list(self.sentences),
+        }
 
 
 def _name(verdict: Verdict | None) -> str:
@@ -347,9 +402,7 @@ def _require_comparable(reference: RunFile, test: RunFile) -> None:
             )
 
 
-def compare_runs(
-    reference_dir: Path, test_dir: Path, thresholds: EvaluateThresholds | None = None
-) -> Comparison:  # fmt: skip
+def compare_runs(reference_dir: Path, test_dir: Path, thresholds: EvaluateThresholds | None = None) -> Comparison:
     """Every data set both runs measured, test against reference, judged and with the code/prose sentence."""
     from workbench.evaluate.thresholds import load_thresholds
 

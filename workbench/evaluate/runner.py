@@ -55,8 +55,11 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
 
     def key(self) -> dict[str, Any]:
-        return {"max_tokens_code": self.max_tokens_code, "max_tokens_text": self.max_tokens_text,
-                "code_stop": list(CODE_STOP)}  # fmt: skip
+        return {
+            "max_tokens_code": self.max_tokens_code,
+            "max_tokens_text": self.max_tokens_text,
+            "code_stop": list(CODE_STOP),
+        }
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,18 @@ def _nll_record(problem: Problem, tokens: TokenizedProblem, client: httpx.Client
         result = reference_nll(entries, tokens.request_ids, len(tokens.prompt_ids))
     except ValueError as exc:
         raise endpoints.RequestFailed(f"unexpected prompt_logprobs: {exc}") from None
-    return {"kind": "nll", "id": problem.id, "prompt_tokens": len(tokens.prompt_ids), "prompt_sha": sha(tokens.prompt_ids),
-            "reference_ids": list(tokens.reference_ids), "logprobs": list(result.logprobs), "nll_sum": result.nll_sum,
-            "n_tokens": result.n_tokens, "clamped": result.clamped, "duration_s": round(time.monotonic() - started, 3)}  # fmt: skip
+    return {
+        "kind": "nll",
+        "id": problem.id,
+        "prompt_tokens": len(tokens.prompt_ids),
+        "prompt_sha": sha(tokens.prompt_ids),
+        "reference_ids": list(tokens.reference_ids),
+        "logprobs": list(result.logprobs),
+        "nll_sum": result.nll_sum,
+        "n_tokens": result.n_tokens,
+        "clamped": result.clamped,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
 
 
 def _greedy_record(problem: Problem, tokens: TokenizedProblem, context: _Context) -> dict[str, Any]:
@@ -95,10 +107,18 @@ def _greedy_record(problem: Problem, tokens: TokenizedProblem, context: _Context
     done = endpoints.greedy_completion(
         context.client, context.target.url, context.target.model, tokens.prompt_ids, max_tokens, stop, context.tokenizer
     )
-    return {"kind": "greedy", "id": problem.id, "prompt_tokens": len(tokens.prompt_ids), "prompt_sha": sha(tokens.prompt_ids),
-            "max_tokens": max_tokens, "token_ids": list(done.token_ids), "text": done.text,
-            "finish_reason": done.finish_reason, "token_ids_from_text": done.token_ids_from_text,
-            "duration_s": round(time.monotonic() - started, 3)}  # fmt: skip
+    return {
+        "kind": "greedy",
+        "id": problem.id,
+        "prompt_tokens": len(tokens.prompt_ids),
+        "prompt_sha": sha(tokens.prompt_ids),
+        "max_tokens": max_tokens,
+        "token_ids": list(done.token_ids),
+        "text": done.text,
+        "finish_reason": done.finish_reason,
+        "token_ids_from_text": done.token_ids_from_text,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
 
 
 @dataclass(frozen=True)
@@ -238,19 +258,43 @@ def run_header(
 ) -> dict[str, Any]:
     """The header line of a data set's record file: its run key, the data set, the settings, provenance."""
     source = "server /tokenize" if isinstance(tokenizer, endpoints.ServerTokenizer) else "local tokenizer"
-    key = {"dataset": dataset.name, "dataset_digest": dataset.digest, "model": target.model,
-           "model_root": target.model_root, "tokenizer": source, **settings.key()}  # fmt: skip
+    key = {
+        "dataset": dataset.name,
+        "dataset_digest": dataset.digest,
+        "model": target.model,
+        "model_root": target.model_root,
+        "tokenizer": source,
+        **settings.key(),
+    }
     limits = settings.limits
-    return {"key": key, "dataset": dataset.describe(), "provenance": stamp,
-            "settings": {"measures": sorted(m.value for m in settings.measures), "concurrency": settings.concurrency,
-                         "limits": {"wall_s": limits.wall_s, "cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
-                                    "file_bytes": limits.file_bytes, "open_files": limits.open_files}}}  # fmt: skip
+    return {
+        "key": key,
+        "dataset": dataset.describe(),
+        "provenance": stamp,
+        "settings": {
+            "measures": sorted(m.value for m in settings.measures),
+            "concurrency": settings.concurrency,
+            "limits": {
+                "wall_s": limits.wall_s,
+                "cpu_s": limits.cpu_s,
+                "memory_bytes": limits.memory_bytes,
+                "file_bytes": limits.file_bytes,
+                "open_files": limits.open_files,
+            },
+        },
+    }
 
 
 def evaluate_target(
-    target: Target, datasets: Sequence[Dataset], out_dir: Path, *, limit: int | None = None,
-    settings: Settings = Settings(), tokenizer_dir: Path | None = None, progress: bool = True,
-) -> list[Path]:  # fmt: skip
+    target: Target,
+    datasets: Sequence[Dataset],
+    out_dir: Path,
+    *,
+    limit: int | None = None,
+    settings: Settings = Settings(),
+    tokenizer_dir: Path | None = None,
+    progress: bool = True,
+) -> list[Path]:
     """Measure the first `limit` problems of each data set on `target`; one record file per data set.
 
     `datasets` are the whole sets (their digest is the run key, so a rerun with a larger `limit` resumes
@@ -260,8 +304,13 @@ def evaluate_target(
     from workbench.stack.provenance import provenance
 
     root = Path(target.model_root) if target.model_root and Path(target.model_root).is_dir() else None
-    stamp = provenance(recipe=target.recipe, url=target.url, model=target.model,
-                       server_version=server_version(target.url), model_dir=root)  # fmt: skip
+    stamp = provenance(
+        recipe=target.recipe,
+        url=target.url,
+        model=target.model,
+        server_version=server_version(target.url),
+        model_dir=root,
+    )
     paths = []
     with httpx.Client() as client:
         tokenizer = open_tokenizer(client, target, tokenizer_dir)
@@ -283,10 +332,16 @@ def default_out_dir(target: Target) -> Path:
 
 
 def evaluate(
-    server: Any, datasets: Sequence[str | Path | Dataset] = ("humaneval", "text"), out_dir: Path | str | None = None,
-    *, limit: int | None = None, settings: Settings = Settings(), recipe: ServingRecipe | None = None,
-    tokenizer_dir: Path | None = None, progress: bool = True,
-) -> Path:  # fmt: skip
+    server: Any,
+    datasets: Sequence[str | Path | Dataset] = ("humaneval", "text"),
+    out_dir: Path | str | None = None,
+    *,
+    limit: int | None = None,
+    settings: Settings = Settings(),
+    recipe: ServingRecipe | None = None,
+    tokenizer_dir: Path | None = None,
+    progress: bool = True,
+) -> Path:
     """Evaluate `datasets` (names, files or Dataset objects) on a running `Server`; returns the output directory.
 
     For notebooks and scripts: `server` comes from `workbench.serving.server.connect(...)` (or `launch`),

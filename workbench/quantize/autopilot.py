@@ -96,8 +96,11 @@ class AutoRequest:
         return self.ladder or DEFAULT_LADDERS[self.evaluator]
 
     def settings_key(self) -> str:
-        data = {k: (str(v) if isinstance(v, (Path, enum.Enum)) else v) for k, v in dataclasses.asdict(self).items()
-                if k not in ("state_dir", "out", "format")}  # fmt: skip
+        data = {
+            k: (str(v) if isinstance(v, (Path, enum.Enum)) else v)
+            for k, v in dataclasses.asdict(self).items()
+            if k not in ("state_dir", "out", "format")
+        }
         data["ladder"] = [s.value for s in self.rungs]
         return digest(data)
 
@@ -132,15 +135,27 @@ class AutoResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "outcome": self.outcome.value, "message": self.message, "budget_pct": self.budget,
-            "measured": self.measured, "proxy": self.proxy, "modules": self.modules,
-            "float_modules": self.float_modules, "units": self.units, "order": self.order,
-            "noise_floor": self.noise.to_dict(), "dev": self.dev.to_dict() if self.dev else None,
-            "test": self.test.to_dict() if self.test else None, "steps": [s.to_dict() for s in self.steps],
-            "evaluations": self.evaluations, "seconds": round(self.seconds, 1), "splits": self.splits,
-            "state_dir": str(self.state_dir), "checkpoint": str(self.checkpoint) if self.checkpoint else None,
-            "sensitivity": self.sensitivity, "model": self.model,
-        }  # fmt: skip
+            "outcome": self.outcome.value,
+            "message": self.message,
+            "budget_pct": self.budget,
+            "measured": self.measured,
+            "proxy": self.proxy,
+            "modules": self.modules,
+            "float_modules": self.float_modules,
+            "units": self.units,
+            "order": self.order,
+            "noise_floor": self.noise.to_dict(),
+            "dev": self.dev.to_dict() if self.dev else None,
+            "test": self.test.to_dict() if self.test else None,
+            "steps": [s.to_dict() for s in self.steps],
+            "evaluations": self.evaluations,
+            "seconds": round(self.seconds, 1),
+            "splits": self.splits,
+            "state_dir": str(self.state_dir),
+            "checkpoint": str(self.checkpoint) if self.checkpoint else None,
+            "sensitivity": self.sensitivity,
+            "model": self.model,
+        }
 
     def text(self) -> str:
         counts: dict[str, int] = {}
@@ -175,43 +190,67 @@ class _Run:
         check_ladder(request.rungs)
         self.source = resolve_model(request.model)
         label = Path(request.model).name if Path(request.model).is_dir() else request.model
-        self.state = Path(request.state_dir) if request.state_dir else run_dir("quantize-auto",
-                                                                                f"{label}-{request.settings_key()}")  # fmt: skip
+        self.state = (
+            Path(request.state_dir)
+            if request.state_dir
+            else run_dir("quantize-auto", f"{label}-{request.settings_key()}")
+        )
         self.state.mkdir(parents=True, exist_ok=True)
         self.cache = EvalCache(self.state / "evaluations.jsonl")
         self.evaluations = 0
 
     def rise(self, plan: Losses, reference: Losses, tokens: int) -> Rise:
-        return nll_rise(plan, reference, tokens, samples=self.policy.bootstrap_samples,
-                        confidence=self.policy.confidence)  # fmt: skip
+        return nll_rise(
+            plan, reference, tokens, samples=self.policy.bootstrap_samples, confidence=self.policy.confidence
+        )
 
     def losses(self, evaluator: Evaluator, plan: UnitPlan, split: str, repeats: int = 1) -> tuple[list[Losses], bool]:
         chosen = self.splits.dev if split == "dev" else self.splits.test
-        key = "eval:" + digest({"engine": evaluator.identity, "plan": sorted((k, v.value) for k, v in plan.items()),
-                                "texts": digest([(t.id, t.ids, t.start) for t in chosen]), "repeats": repeats})  # fmt: skip
+        key = "eval:" + digest(
+            {
+                "engine": evaluator.identity,
+                "plan": sorted((k, v.value) for k, v in plan.items()),
+                "texts": digest([(t.id, t.ids, t.start) for t in chosen]),
+                "repeats": repeats,
+            }
+        )
         self.evaluations += 1
         stored = self.cache.get(key)
         if stored is not None:
             return stored["losses"], True
         started = time.perf_counter()
         measured = evaluator.losses(plan, chosen, repeats)
-        self.cache.put(key, {"split": split, "engine": evaluator.name, "losses": measured,
-                             "seconds": round(time.perf_counter() - started, 2),
-                             "float_units": sorted(u for u, s in plan.items() if s is PlanScheme.FLOAT)})  # fmt: skip
+        self.cache.put(
+            key,
+            {
+                "split": split,
+                "engine": evaluator.name,
+                "losses": measured,
+                "seconds": round(time.perf_counter() - started, 2),
+                "float_units": sorted(u for u, s in plan.items() if s is PlanScheme.FLOAT),
+            },
+        )
         return measured, False
 
 
 def _proxy_scores(run: _Run, model: PlanModel, calibration: Sequence, scheme: PlanScheme) -> pd.DataFrame:
     """Every cheap proxy, and the requested one if it is not among them; cached by model, texts and scheme."""
     proxy = run.request.proxy
-    key = "sensitivity:" + digest({"model": model.identity, "texts": [(t.id, t.ids) for t in calibration],
-                                   "scheme": scheme.value, "kl": proxy == "logit_kl"})  # fmt: skip
+    key = "sensitivity:" + digest(
+        {
+            "model": model.identity,
+            "texts": [(t.id, t.ids) for t in calibration],
+            "scheme": scheme.value,
+            "kl": proxy == "logit_kl",
+        }
+    )
     stored = run.cache.get(key)
     if stored is None:
         table = sensitivity.input_statistics(model, calibration, scheme, progress=run.progress)
         if proxy == "logit_kl":
-            table["logit_kl"] = table["unit"].map(sensitivity.logit_kl(model, calibration, scheme,
-                                                                        progress=run.progress))  # fmt: skip
+            table["logit_kl"] = table["unit"].map(
+                sensitivity.logit_kl(model, calibration, scheme, progress=run.progress)
+            )
         stored = run.cache.put(key, {"table": table.to_dict(orient="records")})
     return pd.DataFrame(stored["table"])
 
@@ -231,8 +270,15 @@ def _evaluator(run: _Run, model: PlanModel) -> Evaluator:
     recipe = load_serving_recipe(name)
     if recipe.embedded_model is None or recipe.embedded_model != request.model:
         recipe = recipe.with_overrides(model=str(run.source))  # the recipe's settings, this model
-    return ServedEvaluator(recipe, run.source, model.units, run.state, ranges=model.ranges, progress=run.progress,
-                           group_size=request.group_size)  # fmt: skip
+    return ServedEvaluator(
+        recipe,
+        run.source,
+        model.units,
+        run.state,
+        ranges=model.ranges,
+        progress=run.progress,
+        group_size=request.group_size,
+    )
 
 
 def run_autopilot(
@@ -244,8 +290,15 @@ def run_autopilot(
     model = PlanModel(run.source, group_size=request.group_size)
     calibration = texts.calibration(run.source, request.calibration_samples)
     model.calibrate(calibration)
-    run.splits = texts.build_splits(run.source, request.datasets, limit=request.limit, target=request.target,
-                                    max_tokens=request.max_tokens, model=model, cache=run.cache)  # fmt: skip
+    run.splits = texts.build_splits(
+        run.source,
+        request.datasets,
+        limit=request.limit,
+        target=request.target,
+        max_tokens=request.max_tokens,
+        model=model,
+        cache=run.cache,
+    )
     table = _proxy_scores(run, model, calibration, request.rungs[0])
     table.to_csv(run.state / SENSITIVITY_FILE, index=False)
     scores = dict(zip(table["unit"], table[request.proxy]))
@@ -258,12 +311,22 @@ def run_autopilot(
     noise = run.rise(float_b, float_a, dev_tokens)
     spread = max(abs(noise.low), abs(noise.high))
     run.say(f"noise floor: {noise.text()}")
-    common = dict(request=request, run=run, model=model, order=order, noise=noise, scores=scores,
-                  evaluator=evaluator, started=started)  # fmt: skip
+    common = dict(
+        request=request,
+        run=run,
+        model=model,
+        order=order,
+        noise=noise,
+        scores=scores,
+        evaluator=evaluator,
+        started=started,
+    )
     if spread > run.policy.noise_fraction * request.budget:
-        message = (f"the float model against itself spreads {spread:.3f}% on {evaluator.name}, more than "
-                   f"{run.policy.noise_fraction:g} x the budget {request.budget:g}%: raise --budget or --limit "
-                   "(more texts narrow the interval)")  # fmt: skip
+        message = (
+            f"the float model against itself spreads {spread:.3f}% on {evaluator.name}, more than "
+            f"{run.policy.noise_fraction:g} x the budget {request.budget:g}%: raise --budget or --limit "
+            "(more texts narrow the interval)"
+        )
         return _finish(Outcome.REFUSED, message, {}, None, None, (), **common)
 
     def evaluate(plan: UnitPlan) -> tuple[Rise, bool]:
@@ -271,8 +334,10 @@ def run_autopilot(
         return run.rise(losses, float_a, dev_tokens), cached
 
     def show(step: Step) -> None:
-        run.say(f"step {step.index} [{step.stage}] counts {step.counts}: {step.rise.text()} -> "
-                f"{'holds' if step.holds else 'over budget'}{' (cached)' if step.cached else ''}")  # fmt: skip
+        run.say(
+            f"step {step.index} [{step.stage}] counts {step.counts}: {step.rise.text()} -> "
+            f"{'holds' if step.holds else 'over budget'}{' (cached)' if step.cached else ''}"
+        )
 
     cap = request.max_float if request.max_float is not None else int(run.policy.max_float_fraction * len(order))
     found = rollback_search(order, request.rungs, evaluate, request.budget, max_float=cap, progress=show)
@@ -281,33 +346,74 @@ def run_autopilot(
     test = run.rise(plan_test, float_test, sum(t.scored for t in run.splits.test))
     if found.outcome is SearchOutcome.INFEASIBLE:
         outcome = Outcome.INFEASIBLE
-        message = (f"no plan with at most {cap} of {len(order)} units in float holds {request.budget:g}% on dev; "
-                   f"the best measured keeps {found.counts[0]} in float (dev upper end {found.rise.high:+.3f}%)")  # fmt: skip
+        message = (
+            f"no plan with at most {cap} of {len(order)} units in float holds {request.budget:g}% on dev; "
+            f"the best measured keeps {found.counts[0]} in float (dev upper end {found.rise.high:+.3f}%)"
+        )
     elif test.high <= request.budget:
-        outcome, message = Outcome.HOLDS, (f"{request.budget:g}% holds on the held-out split: upper end "
-                                           f"{test.high:+.3f}% with {found.counts[0]} of {len(order)} units in float")  # fmt: skip
+        outcome, message = (
+            Outcome.HOLDS,
+            (
+                f"{request.budget:g}% holds on the held-out split: upper end "
+                f"{test.high:+.3f}% with {found.counts[0]} of {len(order)} units in float"
+            ),
+        )
     else:
-        outcome, message = Outcome.FAILS_ON_TEST, (f"found on dev, but the held-out upper end {test.high:+.3f}% exceeds "
-                                                   f"{request.budget:g}%: raise --limit or --budget")  # fmt: skip
+        outcome, message = (
+            Outcome.FAILS_ON_TEST,
+            (
+                f"found on dev, but the held-out upper end {test.high:+.3f}% exceeds "
+                f"{request.budget:g}%: raise --limit or --budget"
+            ),
+        )
     return _finish(outcome, message, found.plan, found.rise, test, found.steps, **common)
 
 
 def _finish(
-    outcome: Outcome, message: str, plan: Mapping[str, PlanScheme], dev: Rise | None, test: Rise | None,
-    steps: Sequence[Step], *, request: AutoRequest, run: _Run, model: PlanModel, order: list[str], noise: Rise,
-    scores: dict[str, float], evaluator: Evaluator, started: float,
-) -> AutoResult:  # fmt: skip
+    outcome: Outcome,
+    message: str,
+    plan: Mapping[str, PlanScheme],
+    dev: Rise | None,
+    test: Rise | None,
+    steps: Sequence[Step],
+    *,
+    request: AutoRequest,
+    run: _Run,
+    model: PlanModel,
+    order: list[str],
+    noise: Rise,
+    scores: dict[str, float],
+    evaluator: Evaluator,
+    started: float,
+) -> AutoResult:
     by_prefix = expand(dict(plan), model.units) if plan else {}
     modules = {p: by_prefix[p].value for p in model.prefixes if p in by_prefix}  # model order
     checkpoint = None
     if request.out is not None and plan:
         checkpoint = write_checkpoint(run.source, plan, model, request.out, request.format)
     result = AutoResult(
-        outcome, message, request.budget, {u: s.value for u, s in plan.items()}, modules, order, request.proxy,
-        evaluator.measured(plan or {}).value, noise, dev, test, tuple(steps), run.evaluations,
-        time.perf_counter() - started, run.splits.describe(), run.state, checkpoint,
-        {u: float(v) for u, v in scores.items()}, request.model, tuple(model.units), run.splits,
-    )  # fmt: skip
+        outcome,
+        message,
+        request.budget,
+        {u: s.value for u, s in plan.items()},
+        modules,
+        order,
+        request.proxy,
+        evaluator.measured(plan or {}).value,
+        noise,
+        dev,
+        test,
+        tuple(steps),
+        run.evaluations,
+        time.perf_counter() - started,
+        run.splits.describe(),
+        run.state,
+        checkpoint,
+        {u: float(v) for u, v in scores.items()},
+        request.model,
+        tuple(model.units),
+        run.splits,
+    )
     (run.state / PLAN_FILE).write_text(json.dumps(result.to_dict(), indent=1) + "\n", encoding="utf-8")
     return result
 
@@ -321,8 +427,16 @@ def write_checkpoint(
     layer_plan = {}
     for prefix, scheme in expand(dict(plan), model.units).items():
         if scheme.quant_type is None:
-            raise WorkbenchError(f"{prefix} is {scheme.value}, which the checkpoint writers cannot store yet; "
-                                 "choose a ladder of W8A8, W8A8_DYNAMIC and FLOAT for --out")  # fmt: skip
+            raise WorkbenchError(
+                f"{prefix} is {scheme.value}, which the checkpoint writers cannot store yet; "
+                "choose a ladder of W8A8, W8A8_DYNAMIC and FLOAT for --out"
+            )
         layer_plan[prefix] = scheme.quant_type
-    return write_plan(source, layer_plan, fmt, Path(out).expanduser().resolve(), ranges=model.ranges,
-                      note={"autopilot": {u: s.value for u, s in plan.items()}})  # fmt: skip
+    return write_plan(
+        source,
+        layer_plan,
+        fmt,
+        Path(out).expanduser().resolve(),
+        ranges=model.ranges,
+        note={"autopilot": {u: s.value for u, s in plan.items()}},
+    )

@@ -156,8 +156,11 @@ def write_weight_only(
     wrong = sorted({s.value for s in plan.values()} - {"W4A16", "W8A16", "FLOAT"})
     if wrong:
         raise WorkbenchError(f"a weight-only checkpoint holds W4A16 / W8A16 / FLOAT layers, not {wrong[0]}")
-    layers = {p: quantize_weight_only(state[f"{p}.weight"], s, group_size, torch_dtype)
-              for p, s in plan.items() if s is not PlanScheme.FLOAT}  # fmt: skip
+    layers = {
+        p: quantize_weight_only(state[f"{p}.weight"], s, group_size, torch_dtype)
+        for p, s in plan.items()
+        if s is not PlanScheme.FLOAT
+    }
     owned = {f"{p}.weight" for p in layers}
     tensors = {n: (t.to(torch_dtype) if t.is_floating_point() else t) for n, t in state.items() if n not in owned}
     tensors.update(pack_quantized_tensors(layers, torch_dtype))
@@ -169,8 +172,15 @@ def write_weight_only(
         (staging / "config.json").write_text(json.dumps(full, indent=2) + "\n", encoding="utf-8")
         write_tensors(tensors, staging / compressed_tensors.WEIGHT_FILE, {"format": "pt"})
         layers = [{"layer": p, "type": plan.get(p, PlanScheme.FLOAT).value} for p in prefixes]
-        _write_plan_report(staging, source, note, format="compressed-tensors (pack-quantized)",
-                           dtype=dtype_name(torch_dtype), group_size=group_size, layers=layers)  # fmt: skip
+        _write_plan_report(
+            staging,
+            source,
+            note,
+            format="compressed-tensors (pack-quantized)",
+            dtype=dtype_name(torch_dtype),
+            group_size=group_size,
+            layers=layers,
+        )
     return out
 
 

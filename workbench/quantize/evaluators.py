@@ -60,8 +60,13 @@ class ExecutorEvaluator:
 
     def __init__(self, model: PlanModel):
         self.model = model
-        self.identity = digest({"engine": "executor", "model": model.identity, "ranges": sorted(
-            (k, r.minimum, r.maximum) for k, r in model.ranges.items())})  # fmt: skip
+        self.identity = digest(
+            {
+                "engine": "executor",
+                "model": model.identity,
+                "ranges": sorted((k, r.minimum, r.maximum) for k, r in model.ranges.items()),
+            }
+        )
 
     def measured(self, plan: Mapping[str, PlanScheme]) -> Measured:
         kinds = {measured_by(s) for s in plan.values()}
@@ -98,8 +103,9 @@ class ServedEvaluator:
         self.work_dir = Path(work_dir)
         self.ranges = dict(ranges or {})
         self.concurrency, self.progress = concurrency, progress
-        self.identity = digest({"engine": "served", "recipe": recipe.identity(), "source": str(self.source),
-                                "group_size": group_size})  # fmt: skip
+        self.identity = digest(
+            {"engine": "served", "recipe": recipe.identity(), "source": str(self.source), "group_size": group_size}
+        )
         self._state: dict[str, torch.Tensor] | None = None
 
     def measured(self, plan: Mapping[str, PlanScheme]) -> Measured:
@@ -130,21 +136,35 @@ class ServedEvaluator:
         if self._state is None:
             self._state = read_tensors(self.source).tensors
         if PlanScheme.W4A16 in kinds:
-            return write_weight_only(self.source, expand(plan, self.units), out, group_size=self.group_size,
-                                     state=self._state, note={"plan": {k: v.value for k, v in plan.items()}})  # fmt: skip
+            return write_weight_only(
+                self.source,
+                expand(plan, self.units),
+                out,
+                group_size=self.group_size,
+                state=self._state,
+                note={"plan": {k: v.value for k, v in plan.items()}},
+            )
         layer_plan = {p: s.quant_type for p, s in expand(plan, self.units).items()}
-        return write_plan(self.source, layer_plan, QuantFormat.COMPRESSED_TENSORS, out, ranges=self.ranges,
-                          state=self._state, note={"plan": {k: v.value for k, v in plan.items()}})  # fmt: skip
+        return write_plan(
+            self.source,
+            layer_plan,
+            QuantFormat.COMPRESSED_TENSORS,
+            out,
+            ranges=self.ranges,
+            state=self._state,
+            note={"plan": {k: v.value for k, v in plan.items()}},
+        )
 
     def recipe_for(self, plan: Mapping[str, PlanScheme]) -> ServingRecipe:
         if all(s is PlanScheme.FLOAT for s in plan.values()):
             return self.recipe
         directory = self.checkpoint(plan)
         return self.recipe.with_overrides(
-            name=f"{self.recipe.name}-plan-{directory.name}", model=str(directory),
+            name=f"{self.recipe.name}-plan-{directory.name}",
+            model=str(directory),
             served_model_name=f"{self.recipe.served_model_name or self.recipe.name}-plan",
             engine={"quantization": "compressed-tensors"},
-        )  # fmt: skip
+        )
 
     def losses(self, plan: Mapping[str, PlanScheme], texts: Sequence[ScoredText], repeats: int = 1) -> list[Losses]:
         from workbench.serving.server import launch
@@ -153,10 +173,15 @@ class ServedEvaluator:
         pooled = recipe is self.recipe  # the float server is shared; a plan's server is used once
         with launch(recipe, progress=self.progress, pooled=pooled, extra_env=self.extra_env) as server:
             return [
-                score_served(server.url, server.model, texts if r % 2 == 0 else list(reversed(texts)),
-                             self.concurrency, progress=self.progress)
+                score_served(
+                    server.url,
+                    server.model,
+                    texts if r % 2 == 0 else list(reversed(texts)),
+                    self.concurrency,
+                    progress=self.progress,
+                )
                 for r in range(repeats)
-            ]  # fmt: skip
+            ]
 
 
 @functools.cache

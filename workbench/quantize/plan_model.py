@@ -104,8 +104,10 @@ class PlanModel:
         self.cos_sin_cache = model_cos_sin_cache(self.config)
         blocks = max_batch_tokens // BLOCK_SIZE + 64
         c = self.config
-        self.kv_caches = [allocate_kv_cache(blocks, BLOCK_SIZE, c.num_kv_heads, c.head_size, dtype=torch.float32)
-                          for _ in range(c.num_layers)]  # fmt: skip
+        self.kv_caches = [
+            allocate_kv_cache(blocks, BLOCK_SIZE, c.num_kv_heads, c.head_size, dtype=torch.float32)
+            for _ in range(c.num_layers)
+        ]
 
     # ------------------------------------------------------------------ plans
     def apply(self, plan: Mapping[str, PlanScheme]) -> None:
@@ -143,8 +145,14 @@ class PlanModel:
         weight, bias = layer.weight.detach(), None if layer.bias is None else layer.bias.detach()
         if scheme in (PlanScheme.W8A16, PlanScheme.W4A16, PlanScheme.W4A8_DYNAMIC):
             group = None if scheme is PlanScheme.W8A16 else self.group_size
-            return FakeQuantLinear(weight, bias, scheme.weight_bits or 8, group, scale_dtype=CHECKPOINT_DTYPE,
-                                   int8_inputs=scheme is PlanScheme.W4A8_DYNAMIC)  # fmt: skip
+            return FakeQuantLinear(
+                weight,
+                bias,
+                scheme.weight_bits or 8,
+                group,
+                scale_dtype=CHECKPOINT_DTYPE,
+                int8_inputs=scheme is PlanScheme.W4A8_DYNAMIC,
+            )
         activation = self.unit_range(prefix) if scheme is PlanScheme.W8A8 else None
         quant_type = QuantType.W8A8 if scheme is PlanScheme.W8A8 else QuantType.W8A8_DYNAMIC
         quantized = quantize_linear(weight, bias, quant_type, CHECKPOINT_DTYPE, activation)
@@ -166,8 +174,9 @@ class PlanModel:
         members = [self.ranges[m] for m in self._unit_of[prefix].members if m in self.ranges]
         if not members:
             raise WorkbenchError(f"static W8A8 for {prefix} needs its calibrated input range; calibrate first")
-        return ActivationRange(min(r.minimum for r in members), max(r.maximum for r in members),
-                               sum(r.tokens for r in members))  # fmt: skip
+        return ActivationRange(
+            min(r.minimum for r in members), max(r.maximum for r in members), sum(r.tokens for r in members)
+        )
 
     # ------------------------------------------------------------------ scoring
     def batches(self, texts: Sequence[ScoredText]) -> list[list[ScoredText]]:
@@ -206,8 +215,9 @@ class PlanModel:
             count = -(-n // BLOCK_SIZE)
             tables.append(list(range(first, first + count)))
             first += count
-        metadata = build_attention_metadata(tables, seq_lens=lens, query_lens=lens, block_size=BLOCK_SIZE,
-                                            chunked_prefill=False)  # fmt: skip
+        metadata = build_attention_metadata(
+            tables, seq_lens=lens, query_lens=lens, block_size=BLOCK_SIZE, chunked_prefill=False
+        )
         positions = torch.cat([torch.arange(n) for n in lens])
         if hidden is None:
             if start_layer:

@@ -57,8 +57,14 @@ def range_figure(out: Path) -> go.Figure:
     table["kind"] = table["layer"].str.rsplit(".", n=1).str[-1]
     table["decoder_layer"] = table["layer"].str.extract(r"\blayers\.(\d+)\.", expand=False).astype(float)
     for kind, rows in table.groupby("kind", sort=False):
-        fig.add_scatter(x=rows["decoder_layer"], y=rows["span"], mode="markers", name=kind, customdata=rows["layer"],
-                        hovertemplate="%{customdata}: span %{y:.4g}<extra></extra>")  # fmt: skip
+        fig.add_scatter(
+            x=rows["decoder_layer"],
+            y=rows["span"],
+            mode="markers",
+            name=kind,
+            customdata=rows["layer"],
+            hovertemplate="%{customdata}: span %{y:.4g}<extra></extra>",
+        )
     fig.update_layout(
         title="Calibrated activation span per layer (one int8 scale covers each)",
         yaxis={"type": "log", "title": "max - min of the layer's input", "dtick": 1, "exponentformat": "power"},
@@ -112,11 +118,20 @@ def sensitivity_figure(result) -> go.Figure:
     fig = go.Figure()
     for kind, rows in table.groupby("kind", sort=False):
         kept = rows["scheme"] == "FLOAT"
-        fig.add_scatter(x=rows["layer"], y=rows["score"], mode="markers", name=kind, customdata=rows[["unit", "scheme"]],
-                        marker={"symbol": ["circle-open" if k else "circle" for k in kept], "size": 9},
-                        hovertemplate="%{customdata[0]}: %{y:.4g} (%{customdata[1]})<extra></extra>")  # fmt: skip
-    fig.update_layout(title=f"Sensitivity by {result.proxy} (open: kept in float)", xaxis_title="decoder layer",
-                      yaxis={"type": "log", "title": result.proxy, "exponentformat": "power"})  # fmt: skip
+        fig.add_scatter(
+            x=rows["layer"],
+            y=rows["score"],
+            mode="markers",
+            name=kind,
+            customdata=rows[["unit", "scheme"]],
+            marker={"symbol": ["circle-open" if k else "circle" for k in kept], "size": 9},
+            hovertemplate="%{customdata[0]}: %{y:.4g} (%{customdata[1]})<extra></extra>",
+        )
+    fig.update_layout(
+        title=f"Sensitivity by {result.proxy} (open: kept in float)",
+        xaxis_title="decoder layer",
+        yaxis={"type": "log", "title": result.proxy, "exponentformat": "power"},
+    )
     return fig
 
 
@@ -126,15 +141,35 @@ def plan_table(result) -> pd.DataFrame:
     rows = []
     for unit in result.order:
         layer = int(unit.rsplit(".", 2)[-2]) if unit.rsplit(".", 2)[-2].isdigit() else -1
-        rows.append({"unit": unit, "layer": layer, "kind": unit.rsplit(".", 1)[-1], "rank": rank[unit],
-                     "scheme": result.units.get(unit, "-"), "score": result.sensitivity.get(unit)})  # fmt: skip
+        rows.append(
+            {
+                "unit": unit,
+                "layer": layer,
+                "kind": unit.rsplit(".", 1)[-1],
+                "rank": rank[unit],
+                "scheme": result.units.get(unit, "-"),
+                "score": result.sensitivity.get(unit),
+            }
+        )
     return pd.DataFrame(rows).sort_values(["layer", "kind"]).reset_index(drop=True)
 
 
 def steps_table(result) -> pd.DataFrame:
-    rows = [{"step": s.index, "stage": s.stage, "counts": str(s.counts), "float_units": s.counts[0],
-             "rise_pct": s.rise.percent, "ci_low": s.rise.low, "ci_high": s.rise.high,
-             "holds": s.holds, "seconds": round(s.seconds, 1), "cached": s.cached} for s in result.steps]  # fmt: skip
+    rows = [
+        {
+            "step": s.index,
+            "stage": s.stage,
+            "counts": str(s.counts),
+            "float_units": s.counts[0],
+            "rise_pct": s.rise.percent,
+            "ci_low": s.rise.low,
+            "ci_high": s.rise.high,
+            "holds": s.holds,
+            "seconds": round(s.seconds, 1),
+            "cached": s.cached,
+        }
+        for s in result.steps
+    ]
     return pd.DataFrame(rows)
 
 
@@ -143,14 +178,27 @@ def steps_figure(result) -> go.Figure:
     table = steps_table(result)
     fig = go.Figure()
     if not table.empty:
-        fig.add_scatter(x=table["step"], y=table["rise_pct"], mode="markers+text", name="dev rise",
-                        text=table["counts"], textposition="top center",
-                        error_y={"type": "data", "symmetric": False, "array": table["ci_high"] - table["rise_pct"],
-                                 "arrayminus": table["rise_pct"] - table["ci_low"]},
-                        marker={"color": ["seagreen" if h else "firebrick" for h in table["holds"]]})  # fmt: skip
+        fig.add_scatter(
+            x=table["step"],
+            y=table["rise_pct"],
+            mode="markers+text",
+            name="dev rise",
+            text=table["counts"],
+            textposition="top center",
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": table["ci_high"] - table["rise_pct"],
+                "arrayminus": table["rise_pct"] - table["ci_low"],
+            },
+            marker={"color": ["seagreen" if h else "firebrick" for h in table["holds"]]},
+        )
     fig.add_hline(y=result.budget, line_dash="dash", annotation_text=f"budget {result.budget:g}%")
-    fig.update_layout(title="The search: NLL rise on the dev split per step (labels: units per rung)",
-                      xaxis_title="step", yaxis_title="rise over float, % (95% interval)")  # fmt: skip
+    fig.update_layout(
+        title="The search: NLL rise on the dev split per step (labels: units per rung)",
+        xaxis_title="step",
+        yaxis_title="rise over float, % (95% interval)",
+    )
     return fig
 
 
@@ -160,6 +208,19 @@ def accuracy_table(result) -> pd.DataFrame:
         ("plan, dev split", result.dev),
         ("plan, held-out test split", result.test),
     ]
-    return pd.DataFrame([{"measure": name, "measured_by": result.measured, "rise_pct": r.percent, "ci_low": r.low,
-                          "ci_high": r.high, "texts": r.texts, "budget_pct": result.budget,
-                          "within_budget": r.high <= result.budget} for name, r in rows if r is not None])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "measure": name,
+                "measured_by": result.measured,
+                "rise_pct": r.percent,
+                "ci_low": r.low,
+                "ci_high": r.high,
+                "texts": r.texts,
+                "budget_pct": result.budget,
+                "within_budget": r.high <= result.budget,
+            }
+            for name, r in rows
+            if r is not None
+        ]
+    )

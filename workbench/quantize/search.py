@@ -50,8 +50,15 @@ class Step:
     cached: bool
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "stage": self.stage, "counts": list(self.counts), "rise": self.rise.to_dict(),
-                "holds": self.holds, "seconds": round(self.seconds, 3), "cached": self.cached}  # fmt: skip
+        return {
+            "index": self.index,
+            "stage": self.stage,
+            "counts": list(self.counts),
+            "rise": self.rise.to_dict(),
+            "holds": self.holds,
+            "seconds": round(self.seconds, 3),
+            "cached": self.cached,
+        }
 
 
 @dataclass(frozen=True)
@@ -108,8 +115,9 @@ class _Searcher:
             return self.seen[counts]
         started = time.perf_counter()
         rise, cached = self.evaluate(ladder_plan(self.order, self.ladder, counts))
-        step = Step(len(self.steps), stage, counts, rise, rise.high <= self.budget, time.perf_counter() - started,
-                    cached)  # fmt: skip
+        step = Step(
+            len(self.steps), stage, counts, rise, rise.high <= self.budget, time.perf_counter() - started, cached
+        )
         self.steps.append(step)
         self.seen[counts] = step
         if self.progress is not None:
@@ -167,5 +175,10 @@ def rollback_search(
         counts[boundary] = searcher.smallest(counts[boundary - 1], n, at, f"boundary {rung.value}", hi_holds=True)
     final = tuple(counts)
     step = searcher.seen.get(final)
-    return SearchResult(SearchOutcome.FOUND, ladder_plan(order, ladder, final), final,
-                        step.rise if step else None, tuple(searcher.steps))  # fmt: skip
+    return SearchResult(
+        SearchOutcome.FOUND,
+        ladder_plan(order, ladder, final),
+        final,
+        step.rise if step else None,
+        tuple(searcher.steps),
+    )

@@ -105,11 +105,17 @@ def input_statistics(
     for unit in model.units:
         m = moments[unit.name]
         std, kurt = m.std_kurtosis()
-        rows.append({"unit": unit.name, "layer": unit.layer, "kind": unit.kind,
-                     "range_span": m.maximum - m.minimum,
-                     "max_over_std": max(abs(m.minimum), abs(m.maximum)) / std if std > 0 else 0.0,
-                     "kurtosis": kurt,
-                     "output_mse": error[unit.name] / energy[unit.name] if energy[unit.name] > 0 else 0.0})  # fmt: skip
+        rows.append(
+            {
+                "unit": unit.name,
+                "layer": unit.layer,
+                "kind": unit.kind,
+                "range_span": m.maximum - m.minimum,
+                "max_over_std": max(abs(m.minimum), abs(m.maximum)) / std if std > 0 else 0.0,
+                "kurtosis": kurt,
+                "output_mse": error[unit.name] / energy[unit.name] if energy[unit.name] > 0 else 0.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -157,8 +163,10 @@ def logit_kl(
     """Per unit: mean KL(float || unit quantized alone) over the texts' scored positions (nats/token)."""
     model.apply({})
     captured = _capture(model, texts)
-    reference = {id(item): [lp.clone() for lp in model.scored_logprobs(item.batch, model.prefill(item.batch)[0])]
-                 for item in captured}  # fmt: skip
+    reference = {
+        id(item): [lp.clone() for lp in model.scored_logprobs(item.batch, model.prefill(item.batch)[0])]
+        for item in captured
+    }
     tokens = sum(t.scored for t in texts)
 
     def kl(item: _Captured, final: torch.Tensor) -> float:
@@ -205,8 +213,17 @@ def oracle(
         return 100.0 * (all_quantized - rolled_back) / float_nll
 
     known_nll = {k: all_quantized - v * float_nll / 100.0 for k, v in (known or {}).items()}
-    rolled = _per_unit(model, model.units, captured, plan_for, nll, desc="oracle (leave one out)",
-                       progress=progress, done=record, known=known_nll)  # fmt: skip
+    rolled = _per_unit(
+        model,
+        model.units,
+        captured,
+        plan_for,
+        nll,
+        desc="oracle (leave one out)",
+        progress=progress,
+        done=record,
+        known=known_nll,
+    )
     return {name: _benefit(value) for name, value in rolled.items()}
 
 

@@ -45,11 +45,14 @@ def compare_served(
     if result.scored is None:
         raise WorkbenchError("this result holds no texts (read back from plan.json?): run the autopilot again")
     if any(scheme not in ("W8A8_DYNAMIC", "FLOAT") for scheme in result.units.values()):
-        raise WorkbenchError("this machine serves W8A8_DYNAMIC and FLOAT at speed (static int8 takes ~1 s a call "
-                             "on vLLM's CPU kernel): search with ladder W8A8_DYNAMIC,FLOAT to serve the plan")  # fmt: skip
+        raise WorkbenchError(
+            "this machine serves W8A8_DYNAMIC and FLOAT at speed (static int8 takes ~1 s a call "
+            "on vLLM's CPU kernel): search with ladder W8A8_DYNAMIC,FLOAT to serve the plan"
+        )
     base = load_serving_recipe(float_recipe)
-    evaluator = ServedEvaluator(base, resolve_model(result.model), result.unit_list, result.state_dir / "served",
-                                progress=progress)  # fmt: skip
+    evaluator = ServedEvaluator(
+        base, resolve_model(result.model), result.unit_list, result.state_dir / "served", progress=progress
+    )
     configurations = [("float", base)]
     if int8_recipe:
         configurations.append(("all-int8", load_serving_recipe(int8_recipe)))
@@ -66,14 +69,25 @@ def compare_served(
             summary = run_load(server.url, server.model, load, progress=progress).summary
         reference = reference or losses
         rise = nll_rise(losses, reference, sum(t.scored for t in test))
-        rows.append({"configuration": label, "recipe": recipe.name, "held_out_rise_pct": rise.percent,
-                     "ci_low": rise.low, "ci_high": rise.high, "output_tok_s": summary.output_throughput,
-                     "mean_ttft_ms": summary.ttft_ms["mean"], "mean_tpot_ms": summary.tpot_ms["mean"],
-                     "failed_requests": summary.failed})  # fmt: skip
+        rows.append(
+            {
+                "configuration": label,
+                "recipe": recipe.name,
+                "held_out_rise_pct": rise.percent,
+                "ci_low": rise.low,
+                "ci_high": rise.high,
+                "output_tok_s": summary.output_throughput,
+                "mean_ttft_ms": summary.ttft_ms["mean"],
+                "mean_tpot_ms": summary.tpot_ms["mean"],
+                "failed_requests": summary.failed,
+            }
+        )
     table = pd.DataFrame(rows)
     table["throughput_vs_float"] = table["output_tok_s"] / table.loc[0, "output_tok_s"]
     from workbench.results.files import write_json
 
-    write_json(result.state_dir / SERVED_FILE, {"workload": dict(vars(load)) | {"slo": None},
-                                                "rows": table.to_dict(orient="records")})  # fmt: skip
+    write_json(
+        result.state_dir / SERVED_FILE,
+        {"workload": dict(vars(load)) | {"slo": None}, "rows": table.to_dict(orient="records")},
+    )
     return table

@@ -39,8 +39,7 @@ class Rise:
     tokens: int | None  # scored tokens, where the caller counted them (None: not counted, never a made-up 0)
 
     def to_dict(self) -> dict[str, float | int | None]:
-        return {"percent": self.percent, "low": self.low, "high": self.high, "texts": self.texts,
-                "tokens": self.tokens}  # fmt: skip
+        return {"percent": self.percent, "low": self.low, "high": self.high, "texts": self.texts, "tokens": self.tokens}
 
     def text(self) -> str:
         return f"{self.percent:+.3f}% [95% CI {self.low:+.3f}, {self.high:+.3f}] over {self.texts} texts"
@@ -55,9 +54,14 @@ def paired(plan: Mapping[str, float], reference: Mapping[str, float]) -> tuple[n
 
 
 def nll_rise(
-    plan: Mapping[str, float], reference: Mapping[str, float], tokens: int | None = None, *,
-    samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED, confidence: float = 0.95,
-) -> Rise:  # fmt: skip
+    plan: Mapping[str, float],
+    reference: Mapping[str, float],
+    tokens: int | None = None,
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    confidence: float = 0.95,
+) -> Rise:
     """Percent rise of the plan's NLL over the reference's, by text id, with its `confidence` bootstrap interval."""
     a, b = paired(plan, reference)
     if b.sum() <= 0:

@@ -51,13 +51,19 @@ class Splits:
 
     @property
     def digest(self) -> str:
-        return digest({"dev": [(t.id, t.ids, t.start) for t in self.dev],
-                       "test": [(t.id, t.ids, t.start) for t in self.test]})  # fmt: skip
+        return digest(
+            {"dev": [(t.id, t.ids, t.start) for t in self.dev], "test": [(t.id, t.ids, t.start) for t in self.test]}
+        )
 
     def describe(self) -> dict:
-        return {"target": self.target.value, "dev_texts": len(self.dev), "test_texts": len(self.test),
-                "dev_tokens": sum(t.scored for t in self.dev), "test_tokens": sum(t.scored for t in self.test),
-                "digest": self.digest}  # fmt: skip
+        return {
+            "target": self.target.value,
+            "dev_texts": len(self.dev),
+            "test_texts": len(self.test),
+            "dev_tokens": sum(t.scored for t in self.dev),
+            "test_tokens": sum(t.scored for t in self.test),
+            "digest": self.digest,
+        }
 
 
 def problems_of(datasets: Sequence[str], limit: int | None) -> list[tuple[str, list[Problem]]]:
@@ -126,15 +132,20 @@ def greedy_continuations(
     if stored is None:
         model.apply({})
         longest = max(len(p) for p in prompts.values()) + tokens
-        executor = Executor(model.model, block_size=32, num_blocks=(longest // 32 + 2) * min(len(prompts), 8) + 2,
-                            enable_prefix_caching=False)  # fmt: skip
+        executor = Executor(
+            model.model,
+            block_size=32,
+            num_blocks=(longest // 32 + 2) * min(len(prompts), 8) + 2,
+            enable_prefix_caching=False,
+        )
         ids = list(prompts)
         generated: dict[str, list[int]] = {}
         with torch.inference_mode():
             for start in range(0, len(ids), 8):
                 chunk = ids[start : start + 8]
-                results = executor.generate([list(prompts[i]) for i in chunk],
-                                            SamplingParams(max_tokens=tokens, stop_at_eos=False))  # fmt: skip
+                results = executor.generate(
+                    [list(prompts[i]) for i in chunk], SamplingParams(max_tokens=tokens, stop_at_eos=False)
+                )
                 generated.update({i: list(r.token_ids) for i, r in zip(chunk, results)})
         stored = {"continuations": generated}
         if cache is not None:

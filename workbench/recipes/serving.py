@@ -138,10 +138,12 @@ class EngineDump(Frozen):
         from ascend_backend.vllm_plugin.dump import DumpRequest
 
         request = DumpRequest(
-            self.dir.expanduser().resolve(), self.steps, self.modules,
+            self.dir.expanduser().resolve(),
+            self.steps,
+            self.modules,
             frozenset(self.layers) if self.layers is not None else None,
             DumpMode.STATS if self.stats_only else DumpMode.TENSORS,
-        )  # fmt: skip
+        )
         return request.to_env()
 
 

@@ -43,7 +43,7 @@ class SeriesReport:
     metrics: tuple[MetricComparison, ...] = ()
     verdicts: tuple[VerdictComparison, ...] = ()
     stack_changes: tuple[StackChange, ...] = ()
-    kernel_lines: tuple[str, ...] | None = None  # None: workbench.backend.kernels is not there to ask
+    kernel_lines: tuple[str, ...] | None = None  # None: the stack did not change, so kernels were not compared
 
     @property
     def stack_changed(self) -> bool:
@@ -184,8 +184,7 @@ def _series_report(series: str, baseline: list[Run], current: list[Run], thresho
     changes = tuple(diff_fingerprints(before, after)) if before and after else ()
     kernels = None
     if before.get("stack") and after.get("stack") and any(stack_key(c.key) and c.counts for c in changes):
-        found = kernel_changes(before["stack"], after["stack"])
-        kernels = tuple(found) if found is not None else None
+        kernels = tuple(kernel_changes(before["stack"], after["stack"]))
     status = compare_status(series, baseline, current)
     if family == "load":
         return SeriesReport(

@@ -76,11 +76,7 @@ def _stack_section(series: SeriesReport) -> list[str]:
     lines += [f"    {'DIFF' if c.counts else 'note'}  {c.describe()}" for c in series.stack_changes]
     if not series.stack_changed:
         return lines
-    if series.kernel_lines is None:
-        lines.append(
-            "  kernels that changed: not known here (workbench.backend.kernels, the kernel-selection table, is not installed)"
-        )
-    elif series.kernel_lines:
+    if series.kernel_lines:
         lines.append("  kernels that changed:")
         lines += [f"    {line}" for line in series.kernel_lines]
     else:

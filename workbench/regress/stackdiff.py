@@ -229,15 +229,12 @@ def diff_fingerprints(
     return ordered(changes)
 
 
-def kernel_changes(before_stack: Mapping[str, Any], after_stack: Mapping[str, Any]) -> list[str] | None:
+def kernel_changes(before_stack: Mapping[str, Any], after_stack: Mapping[str, Any]) -> list[str]:
     """Ops or attention states that run a different NPU kernel on the two stacks, one line each.
 
-    Answered by the kernel-selection table of `workbench.backend.kernels` (issue 20). None when that module is
-    not installed in this checkout yet, so the caller can say so instead of claiming "no change".
+    Answered by the kernel-selection table (`workbench.stack.kernels`, over ascend_backend's cited table).
     """
-    try:
-        from workbench.backend.kernels import kernel_diff
-    except ImportError:
-        return None
+    from workbench.stack.kernels import kernel_diff  # pandas and the table load only when a stack changed
+
     found = kernel_diff(dict(before_stack), dict(after_stack))
     return [item.describe() if hasattr(item, "describe") else str(item) for item in found]

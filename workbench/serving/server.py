@@ -391,9 +391,16 @@ def start(plan: LaunchPlan, *, progress: bool = True, pool: EnginePool | None = 
         raise
     if pool is not None:
         record = PoolRecord(
-            plan.fingerprint, plan.recipe_name, plan.url, model, process.pid, ready_s, str(plan.log_path),
-            plan.tensor_parallel_size, plan.in_process_worker,
-        )  # fmt: skip
+            plan.fingerprint,
+            plan.recipe_name,
+            plan.url,
+            model,
+            process.pid,
+            ready_s,
+            str(plan.log_path),
+            plan.tensor_parallel_size,
+            plan.in_process_worker,
+        )
         pool.add(record)
         return Server(plan.url, model, plan=plan, lease=(pool, pool.take(record)), ready_s=ready_s)
     server = Server(plan.url, model, plan=plan, process=process, guard=guard, ready_s=ready_s)

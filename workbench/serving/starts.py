@@ -65,9 +65,15 @@ def record_lease(record: Any) -> ServerStart | None:
     if path is None:
         return None
     start = ServerStart(
-        record.recipe, record.fingerprint, 0.0, settings.started_by(), record.tensor_parallel_size,
-        record.in_process_worker, time.time(), reused=True,
-    )  # fmt: skip
+        record.recipe,
+        record.fingerprint,
+        0.0,
+        settings.started_by(),
+        record.tensor_parallel_size,
+        record.in_process_worker,
+        time.time(),
+        reused=True,
+    )
     JsonlLog(path, fsync=False).append(start.to_dict())
     return start
 

@@ -43,13 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=run_list)
 
     show = actions.add_parser("show", help="one baseline: files, per-series medians and spreads, fingerprint")
-    show.add_argument("name")
+    show.add_argument("name", help="the baseline to show")
     show.add_argument("--thresholds", help="thresholds file whose metrics are shown (default: the shipped one)")
     add_json_print(show, "the manifest and the latest stack fingerprint")
     show.set_defaults(handler=run_show)
 
     delete = actions.add_parser("delete", help="remove a stored baseline")
-    delete.add_argument("name")
+    delete.add_argument("name", help="the baseline to delete")
     delete.set_defaults(handler=run_delete)
 
 

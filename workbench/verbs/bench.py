@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefix-ratio", type=float, default=0.0, help="share of each prompt common to all prompts")
     parser.add_argument("--goodput", nargs="+", metavar="KEY:MS", help="SLOs for goodput, e.g. ttft:500 tpot:50")
     parser.add_argument("--tokenizer", help="model directory with the tokenizer (default: the server's own)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated prompts (default 0)")
     add_hang_after(parser)
     add_json_out(parser, "the full result (requests, summary, provenance; requests also stream to OUT.requests.jsonl)")
     parser.set_defaults(handler=run)

@@ -29,6 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="output directory (default: runs/bisect/<recipe>-<hash of recipe and plan>; rerunning resumes)",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="FEATURE",
+        help="test only this feature of the plan (repeatable; default: every feature)",
+    )
     parser.add_argument("--startup-timeout", type=float, default=None, help="seconds to wait for each server")
     add_no_lint(parser)
     parser.add_argument(
@@ -50,43 +57,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench.bisect.api import (
-        Bisect,
-        check_resumable,
-        default_out_dir,
-        default_plan_for,
-        load_plan,
-        probe_with_server,
-        recipe_fingerprint,
-        steps_table,
-        verdict_table,
-    )
-    from workbench.recipes import load_serving_recipe
+    from workbench.bisect.api import BisectRequest, run_bisect, steps_table, verdict_table
 
-    recipe = load_serving_recipe(args.recipe)
-    lint_recipes(args, [recipe])  # the recipe must start; a feature that lint rejects is for the bisect to show
-    pool = device_pool(args, recipe)
-    plan = load_plan(args.features or default_plan_for(recipe))
-    out = args.out or default_out_dir(recipe, plan)
-    check_resumable(out, recipe_fingerprint(recipe, plan))
-    print(f"bisect of {recipe.name} with plan {plan.name}: steps in {out / 'steps.jsonl'}")
-    bisect = Bisect(
-        recipe,
-        plan,
-        out,
-        probe=probe_with_server(plan, startup_timeout_s=args.startup_timeout),
-        pool=pool,
-        on_step=lambda r: print(
-            f"  {r.kind:10s} {'+'.join(r.features) or 'baseline':45s} {'pass' if r.passed else 'FAIL'}  {r.detail[:80]}"
-        ),
+    request = BisectRequest.load(
+        args.recipe,
+        args.features,
+        only=tuple(args.only),
+        out=args.out,
+        startup_timeout_s=args.startup_timeout,
     )
-    verdict = bisect.run()
+    lint_recipes(args, [request.recipe])  # the recipe must start; a feature that lint rejects is for the bisect to show
+    print(f"bisect of {request.recipe.name} with plan {request.plan.name}: steps in {request.out_dir}")
+    outcome = run_bisect(request, pool=device_pool(args, request.recipe), on_step=_print_step)
     with pd.option_context("display.width", 220, "display.max_colwidth", 70):
-        print(steps_table(verdict.records).drop(columns=["log_path", "fix"]).to_string(index=False))
+        print(steps_table(outcome.records).drop(columns=["log_path", "fix"]).to_string(index=False))
         print()
-        print(verdict_table(verdict).to_string(index=False))
-    print(f"\nverdict: {verdict.status.value}: {verdict.message}")
-    return 0 if verdict.status == "all_pass" else 1
+        print(verdict_table(outcome).to_string(index=False))
+    print(f"\nverdict: {outcome.status.value}: {outcome.message}")
+    return 0 if outcome.status == "all_pass" else 1
+
+
+def _print_step(record) -> None:
+    features = "+".join(record.features) or "baseline"
+    print(f"  {record.kind:10s} {features:45s} {'pass' if record.passed else 'FAIL'}  {record.detail[:80]}")
 
 
 def device_pool(args: argparse.Namespace, recipe):

@@ -32,24 +32,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from workbench.accuracy import api as accuracy
-    from workbench.stack.devices import resolve_device
+    from workbench.accuracy.api import CompareOpsRequest, ReproExport, run_compare_ops
 
-    device = resolve_device(args.device)
-    cases = accuracy.load_cases(args.recipe or None, args.op)
-    result = accuracy.run_suite(cases, device)
-    table = result.table()
+    request = CompareOpsRequest(
+        device=args.device,
+        ops=tuple(args.op),
+        recipes=tuple(args.recipe),
+        repros=ReproExport.FAILURES if args.export_failures else ReproExport.NONE,
+        repro_dir=args.export_failures,
+    )
+    result = run_compare_ops(request)
+    table = result.suite.table()
+    columns = ["op", "case", "dtype", "implementation", "verdict", "cosine", "max_abs_err", "max_rel_err"]
     with pd.option_context("display.width", 200, "display.max_rows", 500):
-        print(
-            table[
-                ["op", "case", "dtype", "implementation", "verdict", "cosine", "max_abs_err", "max_rel_err"]
-            ].to_string(index=False)
-        )
-    print("verdicts:", result.counts())
+        print(table[columns].to_string(index=False))
+    print("verdicts:", result.suite.counts())
     if args.json:
-        print(f"table: {result.write(args.json, str(device))}")
-    failures = result.failures()
-    if args.export_failures and failures:
-        for failure in failures:
-            print(f"repro: {accuracy.export_repro(failure, args.export_failures)}")
-    return 1 if failures else 0
+        print(f"table: {result.write(args.json)}")
+    for script in result.repros:
+        print(f"repro: {script}")
+    return 1 if result.failures else 0

@@ -43,19 +43,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="new (or empty) directory to write the dump to")
     parser.add_argument("--stats-only", action="store_true", help="keep Max/Min/Mean/Norm only (big models)")
     parser.add_argument(
-        "--modules", nargs="+", default=["*"], metavar="PATTERN",
+        "--modules",
+        nargs="+",
+        default=["*"],
+        metavar="PATTERN",
         help="fnmatch patterns of module names to capture (default: all; the root is '<root>'); with --recipe "
         "they are vLLM's names, e.g. 'model.layers.*' 'logits_processor'",
-    )  # fmt: skip
+    )
     parser.add_argument("--dtype", choices=sorted(_DTYPES), help="--model: model dtype (default float32)")
     parser.add_argument("--device", help="--model: torch device, e.g. cpu, cuda, npu:0 (default cpu)")
     engine = parser.add_argument_group("--recipe")
     engine.add_argument("--steps", type=int, default=1, help="forward steps to record = tokens generated (default 1)")
     engine.add_argument("--layers", help="decoder layers to record, e.g. 0,2-3 (default: all)")
     engine.add_argument(
-        "--reference", metavar="DIR",
+        "--reference",
+        metavar="DIR",
         help="also capture the transformers float32 CPU dump of the tokens the engine ran, into DIR",
-    )  # fmt: skip
+    )
     add_launch_options(engine)
     parser.set_defaults(handler=run)
 
@@ -122,10 +126,17 @@ def run_engine_dump(args: argparse.Namespace) -> int:
         raise WorkbenchError(f"--steps {args.steps}: record at least one forward step (1 = the prefill)")
     with terminate_as_interrupt():  # `kill` stops the launched server like Ctrl-C does
         result = capture_engine_dump(
-            args.recipe, args.prompt, Path(args.out), steps=args.steps, modules=tuple(args.modules),
-            layers=_layers(args.layers), stats_only=args.stats_only, extra_env=parse_env_pairs(args.env),
-            extra_args=tuple(args.server_arg), progress=not args.no_progress,
-        )  # fmt: skip
+            args.recipe,
+            args.prompt,
+            Path(args.out),
+            steps=args.steps,
+            modules=tuple(args.modules),
+            layers=_layers(args.layers),
+            stats_only=args.stats_only,
+            extra_env=parse_env_pairs(args.env),
+            extra_args=tuple(args.server_arg),
+            progress=not args.no_progress,
+        )
     print(result.describe())
     if args.reference:
         reference = capture_reference_for(result, Path(args.reference))

@@ -34,8 +34,13 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_source(parser)
-    parser.add_argument("--dataset", nargs="+", required=True, metavar="NAME|FILE",
-                        help="humaneval, text, or a JSONL file (schema: workbench/evaluate/datasets.py)")  # fmt: skip
+    parser.add_argument(
+        "--dataset",
+        nargs="+",
+        required=True,
+        metavar="NAME|FILE",
+        help="humaneval, text, or a JSONL file (schema: workbench/evaluate/datasets.py)",
+    )
     parser.add_argument("--limit", type=int, help="only the first N problems of each data set (default: all)")
     parser.add_argument("--out", type=Path, help="result directory (default runs/evaluate/<recipe or model>)")
     parser.add_argument("--reference", type=Path, metavar="DIR", help="an earlier evaluate --out to compare with")
@@ -110,8 +115,15 @@ def run(args: argparse.Namespace) -> int:
     with server_from_args(args) as server:
         target = target_for(server, recipe)
         out = args.out or default_out_dir(target)
-        evaluate_target(target, datasets, out, limit=args.limit, settings=settings, tokenizer_dir=args.tokenizer,
-                        progress=not args.no_progress)  # fmt: skip
+        evaluate_target(
+            target,
+            datasets,
+            out,
+            limit=args.limit,
+            settings=settings,
+            tokenizer_dir=args.tokenizer,
+            progress=not args.no_progress,
+        )
     return report(out, args.reference, thresholds, args.json)
 
 
@@ -122,9 +134,11 @@ def report(out: Path, reference: Path | None, thresholds, json_out: Path | None)
     summaries = summarize_run(out)
     for summary in summaries.values():
         row = summary.row()
-        print(f"{row['dataset']:>12s} on {row['model']}: NLL {row['nll_mean']:.4f} nats/token over "
-              f"{row['nll_tokens']} tokens ({row['nll_problems']} problems), {row['completions']} completions, "
-              f"pass@1 {row['passed']}/{row['executed']}, {row['errors']} failed requests")  # fmt: skip
+        print(
+            f"{row['dataset']:>12s} on {row['model']}: NLL {row['nll_mean']:.4f} nats/token over "
+            f"{row['nll_tokens']} tokens ({row['nll_problems']} problems), {row['completions']} completions, "
+            f"pass@1 {row['passed']}/{row['executed']}, {row['errors']} failed requests"
+        )
     comparison = compare_runs(reference, out, thresholds) if reference is not None else None
     if comparison is not None:
         print(comparison.text())

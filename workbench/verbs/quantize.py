@@ -68,19 +68,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     auto = parser.add_argument_group("autopilot (--auto)")
     auto.add_argument("--auto", action="store_true", help="search the layers to keep in float for --budget")
     auto.add_argument("--budget", type=float, default=1.0, help="allowed NLL rise over float, percent (default 1)")
-    auto.add_argument("--evaluator", default="served", choices=["served", "executor"],
-                      help="where plans are measured: a vLLM server (default) or the backend's executor")  # fmt: skip
+    auto.add_argument(
+        "--evaluator",
+        default="served",
+        choices=["served", "executor"],
+        help="where plans are measured: a vLLM server (default) or the backend's executor",
+    )
     auto.add_argument("--recipe", help="the float model's serving recipe (default for tiny/smollm2: cpu-<model>)")
-    auto.add_argument("--ladder", help="rungs per unit, cheapest first, FLOAT last (default served: "
-                      "W8A8_DYNAMIC,FLOAT; executor: W8A8,W8A8_DYNAMIC,FLOAT)")  # fmt: skip
+    auto.add_argument(
+        "--ladder",
+        help="rungs per unit, cheapest first, FLOAT last (default served: "
+        "W8A8_DYNAMIC,FLOAT; executor: W8A8,W8A8_DYNAMIC,FLOAT)",
+    )
     auto.add_argument(
         "--proxy",
         help="sensitivity proxy that orders the search (default: kurtosis, chosen from the agreement table in the README)",
     )
     auto.add_argument("--dataset", action="append", metavar="NAME", help="data sets to score (default humaneval, text)")
     auto.add_argument("--limit", type=int, default=24, help="problems per data set, half dev half test (default 24)")
-    auto.add_argument("--target", default="reference", choices=["reference", "float-greedy"],
-                      help="score the references, or the float model's own greedy continuations")  # fmt: skip
+    auto.add_argument(
+        "--target",
+        default="reference",
+        choices=["reference", "float-greedy"],
+        help="score the references, or the float model's own greedy continuations",
+    )
     auto.add_argument("--max-float", type=int, help="most units kept in float (default: the policy's share)")
     auto.add_argument("--group-size", type=int, default=32, help="group size of the 4-bit rungs (default 32)")
     auto.add_argument("--state-dir", type=Path, help="where measurements are kept; a rerun resumes there")
@@ -118,8 +129,10 @@ def run_auto(args: argparse.Namespace) -> int:
     from workbench.quantize.api import AutoRequest, Outcome, Target, parse_format, parse_ladder, run_autopilot
 
     if args.scheme or args.keep_float:
-        raise WorkbenchError("--auto chooses the schemes and the float layers itself: drop --scheme/--keep-float "
-                             "(use --ladder to limit the schemes)")  # fmt: skip
+        raise WorkbenchError(
+            "--auto chooses the schemes and the float layers itself: drop --scheme/--keep-float "
+            "(use --ladder to limit the schemes)"
+        )
     if args.out is not None and args.out.exists() and any(args.out.iterdir()) and not args.force:
         raise WorkbenchError(f"--out {args.out} exists and is not empty; choose a new directory or pass --force")
     options = {"ladder": parse_ladder(args.ladder)} if args.ladder else {}
@@ -128,11 +141,21 @@ def run_auto(args: argparse.Namespace) -> int:
     if args.dataset:
         options["datasets"] = tuple(args.dataset)
     request = AutoRequest(
-        model=args.model, budget=args.budget, evaluator=args.evaluator, recipe=args.recipe, limit=args.limit,
-        target=Target(args.target), max_float=args.max_float, state_dir=args.state_dir, out=args.out,
-        format=parse_format(args.format or "compressed-tensors"), policy=args.policy,
-        calibration_samples=16 if args.num_samples == 32 else args.num_samples, group_size=args.group_size, **options,
-    )  # fmt: skip
+        model=args.model,
+        budget=args.budget,
+        evaluator=args.evaluator,
+        recipe=args.recipe,
+        limit=args.limit,
+        target=Target(args.target),
+        max_float=args.max_float,
+        state_dir=args.state_dir,
+        out=args.out,
+        format=parse_format(args.format or "compressed-tensors"),
+        policy=args.policy,
+        calibration_samples=16 if args.num_samples == 32 else args.num_samples,
+        group_size=args.group_size,
+        **options,
+    )
 
     def say(line: str) -> None:  # the steps as they happen, on stderr (stdout keeps the plan / --json)
         print(line, file=sys.stderr, flush=True)

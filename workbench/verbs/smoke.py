@@ -21,7 +21,7 @@ DESCRIPTION = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_source(parser)
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="chat prompt (default: %(default)r)")
-    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=32, help="tokens the chat check may generate (default 32)")
     parser.add_argument("--expect", help="a word the chat answer must contain, e.g. Paris")
     add_json_out(parser, "the report")
     parser.set_defaults(handler=run)

@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             }
         ),
     ),
-    ("interfaces", frozenset({"verbs", "cli"})),
+    ("interfaces", frozenset({"verbs", "cli", "cli_reference"})),
 )
 LAYER_OF = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
 PACKAGE = REPO_ROOT / "workbench"

@@ -37,8 +37,16 @@ class SmallNet(nn.Module):
 
 
 EXECUTION_ORDER = [
-    "embed", "blocks.0.norm", "blocks.0.fc", "blocks.0", "blocks.1.norm", "blocks.1.fc", "blocks.1", "head", "<root>",
-]  # fmt: skip
+    "embed",
+    "blocks.0.norm",
+    "blocks.0.fc",
+    "blocks.0",
+    "blocks.1.norm",
+    "blocks.1.fc",
+    "blocks.1",
+    "head",
+    "<root>",
+]
 
 
 @pytest.fixture

@@ -15,9 +15,15 @@ def tiny_llama_dir(tmp_path_factory):
     import torch
 
     config = transformers.LlamaConfig(
-        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config)
     directory = tmp_path_factory.mktemp("tiny-llama")
@@ -67,8 +73,21 @@ def test_dump_then_compare_fp32_against_bf16(tiny_llama_dir, tmp_path, capsys):
 
 def test_dump_stats_only_with_module_patterns(tiny_llama_dir, tmp_path):
     out = tmp_path / "stats"
-    rc = main(["dump", "--model", str(tiny_llama_dir), "--token-ids", "2,3", "--out", str(out), "--stats-only",
-               "--modules", "model.layers.*.mlp", "lm_head"])  # fmt: skip
+    rc = main(
+        [
+            "dump",
+            "--model",
+            str(tiny_llama_dir),
+            "--token-ids",
+            "2,3",
+            "--out",
+            str(out),
+            "--stats-only",
+            "--modules",
+            "model.layers.*.mlp",
+            "lm_head",
+        ]
+    )
     assert rc == 0
     lines = (out / "records.jsonl").read_text().splitlines()
     assert [json.loads(line)["module"] for line in lines] == ["model.layers.0.mlp", "model.layers.1.mlp", "lm_head"]
@@ -91,15 +110,22 @@ def test_engine_dump_flags_are_checked_before_a_server_starts(tiny_llama_dir, tm
     used.mkdir()
     (used / "keep.txt").write_text("earlier dump")
     cases = [
-        (["--recipe", "cpu-tiny", "--token-ids", "1,2", "--out", str(tmp_path / "a")], "--token-ids belongs to --model"),
-        (["--recipe", "cpu-tiny", "--prompt", "x", "--dtype", "float32", "--out", str(tmp_path / "a")],
-         "--dtype belongs to --model"),
+        (
+            ["--recipe", "cpu-tiny", "--token-ids", "1,2", "--out", str(tmp_path / "a")],
+            "--token-ids belongs to --model",
+        ),
+        (
+            ["--recipe", "cpu-tiny", "--prompt", "x", "--dtype", "float32", "--out", str(tmp_path / "a")],
+            "--dtype belongs to --model",
+        ),
         (["--recipe", "cpu-tiny", "--prompt", "x", "--steps", "0", "--out", str(tmp_path / "a")], "at least one"),
         (["--recipe", "cpu-tiny", "--prompt", "x", "--layers", "3-1", "--out", str(tmp_path / "a")], "--layers"),
         (["--recipe", "cpu-tiny", "--prompt", "x", "--out", str(used)], "already exists and is not empty"),
-        (["--model", str(tiny_llama_dir), "--token-ids", "1", "--steps", "3", "--out", str(tmp_path / "b")],
-         "--steps belongs to --recipe"),
-    ]  # fmt: skip
+        (
+            ["--model", str(tiny_llama_dir), "--token-ids", "1", "--steps", "3", "--out", str(tmp_path / "b")],
+            "--steps belongs to --recipe",
+        ),
+    ]
     for argv, words in cases:
         assert main(["dump", *argv]) == 2, argv
         assert words in capsys.readouterr().err, argv

@@ -175,8 +175,10 @@ def test_entry_names_parse_like_msprobe_writes_them():
 def test_msprobe_dumps_compare_like_msprobe(tmp_path):
     result = compare_dumps(MSPROBE / "dump_bf16", MSPROBE / "dump_fp32")
     assert list(result.table["key"]) == [
-        "Functional.linear.output.0", "Functional.gelu.output.0", "Functional.linear.call1.output.0",
-    ]  # fmt: skip
+        "Functional.linear.output.0",
+        "Functional.gelu.output.0",
+        "Functional.linear.call1.output.0",
+    ]
     with open(MSPROBE / "compare_result_fp32_vs_bf16_tensor.csv", newline="") as f:
         csv_rows = {row["NPU Name"]: row for row in csv.DictReader(f)}
     names = [

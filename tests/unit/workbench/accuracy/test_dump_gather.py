@@ -65,11 +65,21 @@ def rank_slices(name: str, whole: torch.Tensor, rank: int) -> torch.Tensor:
 LAYOUTS = {"qkv_proj": (QKV,), "qkv_kv1": (QKV_REPLICATED_KV,), "o_proj": (PARTIAL,)}
 
 
-def write_rank(out, rank: int, size: int, tensors: dict, *, mode=DumpMode.TENSORS, layouts=LAYOUTS, world=None,
-               steps=PREFILL) -> None:  # fmt: skip
+def write_rank(
+    out, rank: int, size: int, tensors: dict, *, mode=DumpMode.TENSORS, layouts=LAYOUTS, world=None, steps=PREFILL
+) -> None:
     parallel = ParallelInfo(rank, size, world or size, dict(layouts))
-    header = DumpHeader(mode, IDS, None, "tiny", "cpu", ("*",), source=SOURCE_ENGINE, parallel=parallel,
-                        module_ops={"norm": ("rms_norm",)} if rank == 0 else {"qkv_proj": ()})  # fmt: skip
+    header = DumpHeader(
+        mode,
+        IDS,
+        None,
+        "tiny",
+        "cpu",
+        ("*",),
+        source=SOURCE_ENGINE,
+        parallel=parallel,
+        module_ops={"norm": ("rms_norm",)} if rank == 0 else {"qkv_proj": ()},
+    )
     writer = DumpWriter(out, header)
     for step in steps:
         writer.add_step(step)

@@ -105,8 +105,11 @@ def test_tuple_outputs_and_repeated_calls_get_distinct_keys(tmp_path):
     capture_dump(SharedTwice(), torch.ones(2, 2), tmp_path / "d", module_patterns=["pair"])
     dump = open_dump(tmp_path / "d")
     assert [r.key for r in dump.records] == [
-        "pair.output.0", "pair.output.1", "pair.call1.output.0", "pair.call1.output.1",
-    ]  # fmt: skip
+        "pair.output.0",
+        "pair.output.1",
+        "pair.call1.output.0",
+        "pair.call1.output.1",
+    ]
     torch.testing.assert_close(dump.load(dump.records[3]), torch.ones(2, 2))  # (1 * 2) / 2
 
 

@@ -96,17 +96,24 @@ def write_engine_dump(reference: WorkbenchDump, out, *, nan_at: tuple[str, int] 
 
 def test_name_mapping_levels():
     assert map_module("model.layers.3.self_attn.qkv_proj") == Mapping(
-        "model.layers.3.self_attn.qkv_proj", Level.SPLIT,
+        "model.layers.3.self_attn.qkv_proj",
+        Level.SPLIT,
         ("model.layers.3.self_attn.q_proj", "model.layers.3.self_attn.k_proj", "model.layers.3.self_attn.v_proj"),
-    )  # fmt: skip
+    )
     assert map_module("model.layers.0.mlp.gate_up_proj").reference_modules == (
-        "model.layers.0.mlp.gate_proj", "model.layers.0.mlp.up_proj",
-    )  # fmt: skip
+        "model.layers.0.mlp.gate_proj",
+        "model.layers.0.mlp.up_proj",
+    )
     assert map_module("model.layers.12") == Mapping("model.layers.12", Level.SUM, ("model.layers.12",), (0, 1))
     assert map_module("logits_processor").level is Level.LAST_TOKEN
     assert map_module("model.layers.1.post_attention_layernorm").level is Level.MODULE
-    for name in ("model.layers.0.self_attn.rotary_emb", "model.layers.0.self_attn.attn", "model.layers.0.mlp.act_fn",
-                 "<root>", "lm_head"):  # fmt: skip
+    for name in (
+        "model.layers.0.self_attn.rotary_emb",
+        "model.layers.0.self_attn.attn",
+        "model.layers.0.mlp.act_fn",
+        "<root>",
+        "lm_head",
+    ):
         assert isinstance(map_module(name), Unmapped)
 
 

@@ -97,8 +97,14 @@ def test_msprobe_compare_functions_called_directly_agree(name):
     _, test, reference = next(c for c in _cases() if c[0] == name)
     expected = _msprobe_columns(test, reference)
     result = compare_tensors(test, reference)
-    ours = [result.msprobe_rounded_cosine, result.euclidean_distance, result.max_abs_err, result.max_rel_err,
-            result.one_thousandth_ratio, result.five_thousandth_ratio]  # fmt: skip
+    ours = [
+        result.msprobe_rounded_cosine,
+        result.euclidean_distance,
+        result.max_abs_err,
+        result.max_rel_err,
+        result.one_thousandth_ratio,
+        result.five_thousandth_ratio,
+    ]
     for column, mine, theirs in zip(COLUMNS, ours, expected, strict=True):
         theirs = float(theirs)
         assert mine == pytest.approx(theirs, rel=1e-9, abs=1e-11), (column, mine, theirs)

@@ -109,3 +109,19 @@ def test_cli_compare_ops(tmp_path, capsys):
     assert main(["compare-ops", "--device", "npu:0"]) == (
         0 if __import__("ascend_backend").device.npu_status().available else 2
     )
+
+
+def test_the_compare_ops_use_case_exports_the_requested_repros(tmp_path):
+    """Failures only for the verb (none here: native on CPU passes), the worst case for the notebook."""
+    from workbench.accuracy.api import CompareOpsRequest, ReproExport, run_compare_ops
+    from workbench.errors import WorkbenchError
+
+    failures = run_compare_ops(
+        CompareOpsRequest("cpu", ("rms_norm",), repros=ReproExport.FAILURES, repro_dir=tmp_path), progress=False
+    )
+    assert failures.suite.results and not failures.failures and failures.repros == ()
+    worst = run_compare_ops(CompareOpsRequest("cpu", ("rms_norm",), repros="worst", repro_dir=tmp_path), progress=False)
+    (script,) = worst.repros
+    assert script.parent == tmp_path and script.with_suffix(".pt").is_file()
+    with pytest.raises(WorkbenchError, match="repros='all': choose none, failures, worst"):
+        CompareOpsRequest(repros="all")

@@ -182,9 +182,13 @@ def test_a_first_build_beside_the_background_tokenizer_import_succeeds(tmp_path:
 
     trials = [
         subprocess.Popen(
-            [sys.executable, "-c", BUILD_BESIDE_TOKENIZER_IMPORT], cwd=REPO_ROOT, text=True, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env={**os.environ, "ASCEND_WORKBENCH_CACHE": str(tmp_path / f"cache-{i}")},
+            [sys.executable, "-c", BUILD_BESIDE_TOKENIZER_IMPORT],
+            cwd=REPO_ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "ASCEND_WORKBENCH_CACHE": str(tmp_path / f"cache-{i}")},
         )
         for i in range(2)
-    ]  # fmt: skip
+    ]
     assert [t.communicate(timeout=300)[0].strip() for t in trials] == ["tiny", "tiny"]

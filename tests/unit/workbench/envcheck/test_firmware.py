@@ -97,9 +97,11 @@ def test_driver_family_the_toolkit_does_not_list_warns(tmp_path):
 def test_driver_component_below_the_runtimes_requirement_fails(tmp_path):
     # Derived from the 24.1.rc2.2 file: ascendhal 3.9.0, below CANN 8.1.RC1 runtime's required 4.0.0.
     result = _driver_cann(
-        tmp_path, cann="8.1.RC1", driver="driver_24.1.rc2.2_version.info",
+        tmp_path,
+        cann="8.1.RC1",
+        driver="driver_24.1.rc2.2_version.info",
         edit_driver=lambda t: t.replace("ascendhal_version=7.35.23", "ascendhal_version=3.9.0"),
-    )  # fmt: skip
+    )
     assert result.status is Status.FAIL and "ascendhal 3.9.0 < required 4.0.0" in result.observed
     assert "reboot" in result.fix
 

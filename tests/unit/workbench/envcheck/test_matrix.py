@@ -183,8 +183,9 @@ def test_newer_rows_are_cited_from_vllm_ascend_sources(matrices):
 
 
 def stack_0251(**changes):
-    base = dict(python="3.11.7", vllm="0.25.1", vllm_ascend="0.25.1rc1", torch="2.10.0",
-                torch_npu="2.10.0.post2", cann="9.0.1")  # fmt: skip
+    base = dict(
+        python="3.11.7", vllm="0.25.1", vllm_ascend="0.25.1rc1", torch="2.10.0", torch_npu="2.10.0.post2", cann="9.0.1"
+    )
     return StackVersions(**{**base, **changes})
 
 

@@ -51,14 +51,26 @@ def write_run(out: Path, dataset: str, kind: str, model: str, problems: dict[str
 def runs(tmp_path: Path) -> tuple[Path, Path]:
     ref, test = tmp_path / "float", tmp_path / "w8a8"
     # code: reference mean NLL (1 + 1 + 2 + 2) / 4 = 1.5; test (1.2 + 1.2 + 2.4 + 2.4) / 4 = 1.8 -> +20%
-    write_run(ref, "humaneval", "code", "float", {
-        "h0": {"logprobs": [-1.0, -1.0], "tokens": [1, 2, 3, 4], "outcome": "passed"},
-        "h1": {"logprobs": [-2.0, -2.0], "tokens": [5, 6], "outcome": "passed"},
-    })  # fmt: skip
-    write_run(test, "humaneval", "code", "w8a8", {
-        "h0": {"logprobs": [-1.2, -1.2], "tokens": [1, 2, 9, 9], "outcome": "passed"},
-        "h1": {"logprobs": [-2.4, -2.4], "tokens": [5, 6], "outcome": "failed"},
-    })  # fmt: skip
+    write_run(
+        ref,
+        "humaneval",
+        "code",
+        "float",
+        {
+            "h0": {"logprobs": [-1.0, -1.0], "tokens": [1, 2, 3, 4], "outcome": "passed"},
+            "h1": {"logprobs": [-2.0, -2.0], "tokens": [5, 6], "outcome": "passed"},
+        },
+    )
+    write_run(
+        test,
+        "humaneval",
+        "code",
+        "w8a8",
+        {
+            "h0": {"logprobs": [-1.2, -1.2], "tokens": [1, 2, 9, 9], "outcome": "passed"},
+            "h1": {"logprobs": [-2.4, -2.4], "tokens": [5, 6], "outcome": "failed"},
+        },
+    )
     # text: reference 1.0, test 1.005 -> +0.5%
     write_run(ref, "text", "text", "float", {"t0": {"logprobs": [-1.0, -1.0], "tokens": [7, 8]}})
     write_run(test, "text", "text", "w8a8", {"t0": {"logprobs": [-1.005, -1.005], "tokens": [7, 8]}})
@@ -86,8 +98,10 @@ def test_comparison_numbers_verdicts_and_the_code_versus_prose_sentence(runs: tu
     assert (code.pass_reference, code.pass_test, code.pass_drop_pct) == (1.0, 0.5, 50.0)
     verdicts = {f.metric: f.verdict for f in code.findings}
     assert verdicts == {
-        "nll_increase_pct": Verdict.ERROR, "greedy_agreement": Verdict.PASS, "pass_at_1_drop_pct": Verdict.ERROR
-    }  # fmt: skip
+        "nll_increase_pct": Verdict.ERROR,
+        "greedy_agreement": Verdict.PASS,
+        "pass_at_1_drop_pct": Verdict.ERROR,
+    }
     assert text.nll_increase_pct == pytest.approx(0.5) and text.verdict is Verdict.PASS
     assert comparison.verdict is Verdict.ERROR
     assert len(comparison.sentences) == 1 and "Code degrades more than prose" in comparison.sentences[0]
@@ -99,10 +113,16 @@ def test_comparison_numbers_verdicts_and_the_code_versus_prose_sentence(runs: tu
 def test_no_sentence_when_prose_degrades_as_much(runs: tuple[Path, Path], tmp_path: Path) -> None:
     ref, _ = runs
     test = tmp_path / "other"
-    write_run(test, "humaneval", "code", "w8a8", {
-        "h0": {"logprobs": [-1.008, -1.008], "tokens": [1, 2, 3, 4], "outcome": "passed"},
-        "h1": {"logprobs": [-2.016, -2.016], "tokens": [5, 6], "outcome": "passed"},
-    })  # fmt: skip
+    write_run(
+        test,
+        "humaneval",
+        "code",
+        "w8a8",
+        {
+            "h0": {"logprobs": [-1.008, -1.008], "tokens": [1, 2, 3, 4], "outcome": "passed"},
+            "h1": {"logprobs": [-2.016, -2.016], "tokens": [5, 6], "outcome": "passed"},
+        },
+    )
     write_run(test, "text", "text", "w8a8", {"t0": {"logprobs": [-1.008, -1.008], "tokens": [7, 8]}})
     comparison = compare_runs(ref, test)
     assert [d.nll_increase_pct for d in comparison.datasets] == [pytest.approx(0.8), pytest.approx(0.8)]
@@ -170,8 +190,10 @@ def test_comparison_figure_shows_both_sides_and_the_verdicts(runs: tuple[Path, P
 
 def test_pass_at_1_is_not_judged_when_the_reference_passes_nothing(tmp_path: Path) -> None:
     """0 of N on both sides is not "no change": pass@1 cannot drop from 0, so it is said to carry nothing."""
-    spec = {"h0": {"logprobs": [-1.0], "tokens": [1], "outcome": "failed"},
-            "h1": {"logprobs": [-1.0], "tokens": [2], "outcome": "failed"}}  # fmt: skip
+    spec = {
+        "h0": {"logprobs": [-1.0], "tokens": [1], "outcome": "failed"},
+        "h1": {"logprobs": [-1.0], "tokens": [2], "outcome": "failed"},
+    }
     write_run(tmp_path / "float", "humaneval", "code", "float", spec)
     write_run(tmp_path / "w8a8", "humaneval", "code", "w8a8", spec)
     (code,) = compare_runs(tmp_path / "float", tmp_path / "w8a8").datasets

@@ -75,10 +75,20 @@ def test_the_proxies_rank_the_planted_units_first(planted_dir, planted_model):
 
 
 def test_autopilot_finds_the_planted_units_and_proves_them_on_the_test_split(planted_dir, tmp_path):
-    request = AutoRequest(str(planted_dir), budget=0.5, evaluator="executor", proxy="kurtosis",
-                          datasets=("text",), limit=8, target=Target.FLOAT_GREEDY, calibration_samples=4,
-                          max_tokens=96, ladder=(PlanScheme.W8A8, PlanScheme.FLOAT), state_dir=tmp_path / "state",
-                          out=tmp_path / "ckpt")  # fmt: skip
+    request = AutoRequest(
+        str(planted_dir),
+        budget=0.5,
+        evaluator="executor",
+        proxy="kurtosis",
+        datasets=("text",),
+        limit=8,
+        target=Target.FLOAT_GREEDY,
+        calibration_samples=4,
+        max_tokens=96,
+        ladder=(PlanScheme.W8A8, PlanScheme.FLOAT),
+        state_dir=tmp_path / "state",
+        out=tmp_path / "ckpt",
+    )
     result = run_autopilot(request, progress=False)
     assert result.outcome is Outcome.HOLDS, result.text()
     kept = {u for u, s in result.units.items() if s == "FLOAT"}
@@ -95,9 +105,20 @@ def test_autopilot_finds_the_planted_units_and_proves_them_on_the_test_split(pla
 
 
 def test_an_impossible_float_cap_is_infeasible_with_the_best_plan(planted_dir, tmp_path):
-    request = AutoRequest(str(planted_dir), budget=0.5, evaluator="executor", proxy="kurtosis", datasets=("text",),
-                          limit=8, target=Target.FLOAT_GREEDY, calibration_samples=4, max_tokens=96, max_float=1,
-                          ladder=(PlanScheme.W8A8, PlanScheme.FLOAT), state_dir=tmp_path)  # fmt: skip
+    request = AutoRequest(
+        str(planted_dir),
+        budget=0.5,
+        evaluator="executor",
+        proxy="kurtosis",
+        datasets=("text",),
+        limit=8,
+        target=Target.FLOAT_GREEDY,
+        calibration_samples=4,
+        max_tokens=96,
+        max_float=1,
+        ladder=(PlanScheme.W8A8, PlanScheme.FLOAT),
+        state_dir=tmp_path,
+    )
     result = run_autopilot(request, progress=False)
     assert result.outcome is Outcome.INFEASIBLE
     assert sum(s == "FLOAT" for s in result.units.values()) == 1  # the best within the cap, not all float
@@ -105,9 +126,33 @@ def test_an_impossible_float_cap_is_infeasible_with_the_best_plan(planted_dir, t
 
 
 def test_the_verb_prints_the_plan_as_json(planted_dir, tmp_path, capsys):
-    code = cli.main(["quantize", "--model", str(planted_dir), "--auto", "--budget", "0.5", "--evaluator", "executor",
-                     "--proxy", "kurtosis", "--dataset", "text", "--limit", "8", "--target", "float-greedy",
-                     "--num-samples", "4", "--ladder", "w8a8-static,float", "--state-dir", str(tmp_path), "--json"])  # fmt: skip
+    code = cli.main(
+        [
+            "quantize",
+            "--model",
+            str(planted_dir),
+            "--auto",
+            "--budget",
+            "0.5",
+            "--evaluator",
+            "executor",
+            "--proxy",
+            "kurtosis",
+            "--dataset",
+            "text",
+            "--limit",
+            "8",
+            "--target",
+            "float-greedy",
+            "--num-samples",
+            "4",
+            "--ladder",
+            "w8a8-static,float",
+            "--state-dir",
+            str(tmp_path),
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["outcome"] == "holds"
     assert set(out["float_modules"]) >= {"model.layers.0.mlp.down_proj", "model.layers.3.self_attn.o_proj"}
@@ -131,8 +176,12 @@ def test_bad_autopilot_flags_are_one_clear_error(tiny_dir, argv, message, capsys
 
 def test_a_served_plan_needs_a_recipe_for_a_directory(planted_dir, tmp_path):
     with pytest.raises(WorkbenchError, match="give --recipe"):
-        run_autopilot(AutoRequest(str(planted_dir), datasets=("text",), limit=4, calibration_samples=2,
-                                  max_tokens=64, state_dir=tmp_path), progress=False)  # fmt: skip
+        run_autopilot(
+            AutoRequest(
+                str(planted_dir), datasets=("text",), limit=4, calibration_samples=2, max_tokens=64, state_dir=tmp_path
+            ),
+            progress=False,
+        )
 
 
 def test_an_engine_noisier_than_the_budget_allows_is_refused(planted_dir, tmp_path, monkeypatch):
@@ -146,9 +195,18 @@ def test_an_engine_noisier_than_the_budget_allows_is_refused(planted_dir, tmp_pa
         return [runs[0]] + [{k: v * (1.02 + 0.01 * (i % 3)) for i, (k, v) in enumerate(r.items())} for r in runs[1:]]
 
     monkeypatch.setattr(ExecutorEvaluator, "losses", noisy)
-    request = AutoRequest(str(planted_dir), budget=0.5, evaluator="executor", proxy="kurtosis", datasets=("text",),
-                          limit=8, target=Target.FLOAT_GREEDY, calibration_samples=4, max_tokens=96,
-                          state_dir=tmp_path)  # fmt: skip
+    request = AutoRequest(
+        str(planted_dir),
+        budget=0.5,
+        evaluator="executor",
+        proxy="kurtosis",
+        datasets=("text",),
+        limit=8,
+        target=Target.FLOAT_GREEDY,
+        calibration_samples=4,
+        max_tokens=96,
+        state_dir=tmp_path,
+    )
     result = run_autopilot(request, progress=False)
     assert result.outcome is Outcome.REFUSED and result.steps == () and result.units == {}
     assert "raise --budget or --limit" in result.message and result.noise.low > 1.5

@@ -35,8 +35,11 @@ def test_the_dump_section_becomes_ascend_backend_dump(tmp_path, monkeypatch):
     env = launch_env(recipe, True, None)
     request = DumpRequest.parse(env["ASCEND_BACKEND_DUMP"])
     assert request.directory == tmp_path / "dumps" / "engine"  # absolute: the engine's cwd may differ
-    assert (request.steps, request.modules, request.layers) == (3, ("model.layers.*", "logits_processor"),
-                                                                 frozenset({0, 2}))  # fmt: skip
+    assert (request.steps, request.modules, request.layers) == (
+        3,
+        ("model.layers.*", "logits_processor"),
+        frozenset({0, 2}),
+    )
     assert "ASCEND_BACKEND_DUMP" not in launch_env(load_serving_recipe("cpu-tiny"), True, None)
 
 

@@ -71,9 +71,11 @@ def test_shipped_recipes_and_sweeps_follow_the_method():
 def sweep(tmp_path: Path, grid: dict, adaptive: dict | None = None) -> Path:
     write(tmp_path, "base.yaml", NPU_RECIPE.format(utilization=0.9))
     spec = {
-        "name": "hot", "base": "base.yaml", "grid": grid,
+        "name": "hot",
+        "base": "base.yaml",
+        "grid": grid,
         "workload": {"input_len": 1024, "output_len": 128, "num_prompts": 8, "concurrency": [4]},
-    }  # fmt: skip
+    }
     if adaptive:
         spec["adaptive"] = adaptive
     return write(tmp_path, "hot.yaml", yaml.safe_dump(spec))
@@ -98,10 +100,22 @@ def test_sweep_points_and_adaptive_budgets_above_the_ceiling_warn(tmp_path):
 def test_the_cli_shows_recipe_warnings(tmp_path):
     path = sweep(tmp_path, {"gpu_memory_utilization": [0.99]})
     out = subprocess.run(
-        [sys.executable, "-m", "workbench.cli", "sweep", "--spec", str(path), "--out", str(tmp_path / "out"),
-         "--report-only"],
-        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "sweep",
+            "--spec",
+            str(path),
+            "--out",
+            str(tmp_path / "out"),
+            "--report-only",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+    )
     assert "RecipeWarning" in out.stderr and "--gpu-memory-utilization 0.99 is above 0.95 on an NPU" in out.stderr
 
 
@@ -146,7 +160,20 @@ def test_bench_warns_below_the_short_prompt_limit(capsys):
     message = short_prompt_warning(SHORT_PROMPT_TOKENS - 1)
     assert f"--input-len {SHORT_PROMPT_TOKENS - 1}" in message and "§10" in message
     # The CLI prints it before anything runs (here the server URL is unreachable, so bench stops after it).
-    code = cli.main(["bench", "--url", "http://127.0.0.1:9", "--input-len", "16", "--output-len", "4",
-                     "--num-prompts", "1", "--concurrency", "1"])  # fmt: skip
+    code = cli.main(
+        [
+            "bench",
+            "--url",
+            "http://127.0.0.1:9",
+            "--input-len",
+            "16",
+            "--output-len",
+            "4",
+            "--num-prompts",
+            "1",
+            "--concurrency",
+            "1",
+        ]
+    )
     err = capsys.readouterr().err
     assert "warning: --input-len 16 is below" in err and code == 2

@@ -141,9 +141,14 @@ def test_two_threads_loading_the_first_tokenizer_at_once_both_get_it():
     model = str(prepare("tiny"))
     modes = ["plain"] * 3 + ["prefetch"] * 2
     trials = [
-        subprocess.Popen([sys.executable, "-c", FIRST_LOAD_IN_TWO_THREADS, model, mode], cwd=REPO_ROOT, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-c", FIRST_LOAD_IN_TWO_THREADS, model, mode],
+            cwd=REPO_ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         for mode in modes
-    ]  # fmt: skip
+    ]
     expected = [f"[False, {mode == 'prefetch'}, []]" for mode in modes]  # no error in any thread
     assert [t.communicate(timeout=300)[0].strip() for t in trials] == expected

@@ -1,4 +1,4 @@
-"""`workbench.backend.kernels`: which op runs a different kernel on two stacks, stack files, and the `kernels` verb."""
+"""`workbench.stack.kernels`: which op runs a different kernel on two stacks, stack files, and the `kernels` verb."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
-from workbench.backend.kernels import KernelChange, context_of, kernel_diff, read_stack, selection_table
 from workbench.cli import main
 from workbench.errors import WorkbenchError
+from workbench.stack.kernels import KernelChange, context_of, kernel_diff, read_stack, selection_table
 
 V0110 = {
     "python": "3.11.7",
@@ -154,7 +154,7 @@ def test_diff_two_releases_two_chips_two_graph_modes_by_spec(capsys):
 
 
 def test_diff_reports_a_changed_recipe_as_changed_arguments():
-    from workbench.backend.kernels import kernel_diff_contexts, side_context
+    from workbench.stack.kernels import kernel_diff_contexts, side_context
 
     base = context_of(V0180)
     changes = {
@@ -170,7 +170,7 @@ def test_diff_reports_a_changed_recipe_as_changed_arguments():
 
 
 def test_a_bad_side_spec_is_one_clear_error():
-    from workbench.backend.kernels import side_context
+    from workbench.stack.kernels import side_context
 
     with pytest.raises(WorkbenchError, match="neither a file, a release"):
         side_context("sometimes", context_of(V0180))

@@ -4,7 +4,7 @@ The answers come from ascend_backend's kernel-selection table (`ascend_backend.n
 vllm-ascend release range, chip family, op or attention state and graph mode, each cited from
 vllm-ascend's source). The workbench adds reading stacks from files, the comparison, and side specs:
 
-    from workbench.backend.kernels import kernel_diff, read_stack, side_context
+    from workbench.stack.kernels import kernel_diff, read_stack, side_context
     for change in kernel_diff(read_stack("v0110.lock.yaml"), read_stack("v0180.lock.yaml")):
         print(change.describe())
     # paged_decode_attention (DecodeOnly): kernel _npu_paged_attention -> npu_fused_infer_attention_score ...
