@@ -303,16 +303,23 @@ def profile_causes(profile: Profile) -> list[CauseTotal]:
     rows = []
     for rank in ranks:
         steps = [s for s in profile.steps if s.rank == rank]
-        inside = sum(max(s.free_us - s.gap_after_us, 0.0) for s in steps)
-        between = sum(min(s.gap_after_us, s.free_us) for s in steps)
         waited = comm[rank] - fastest if fastest is not None else 0.0
-        parts = [
-            (IdleCause.HOST_DISPATCH, inside, "free time inside the steps: the host between ops"),
-            (IdleCause.NOT_SCHEDULING, between, "free time between steps: the engine loop"),
-            (IdleCause.SYNCHRONISATION, waited, "time in collectives beyond the fastest rank's: waiting"),
-        ]
-        idle = sum(v for _, v, _ in parts) or 1.0
-        rows += [CauseTotal(rank, c, len(steps), v, 0.0, v / idle, e) for c, v, e in parts if v > 0]
+        per_step = {
+            IdleCause.HOST_DISPATCH: [max(s.free_us - s.gap_after_us, 0.0) for s in steps],
+            IdleCause.NOT_SCHEDULING: [min(s.gap_after_us, s.free_us) for s in steps],
+            IdleCause.SYNCHRONISATION: [waited / len(steps)] * len(steps) if steps else [],
+        }
+        said = {
+            IdleCause.HOST_DISPATCH: "free time inside the steps: the host between ops",
+            IdleCause.NOT_SCHEDULING: "free time between steps: the engine loop",
+            IdleCause.SYNCHRONISATION: "time in collectives beyond the fastest rank's: waiting for a peer",
+        }
+        idle = sum(sum(values) for values in per_step.values()) or 1.0
+        for cause, values in per_step.items():
+            if sum(values) > 0:
+                rows.append(
+                    CauseTotal(rank, cause, len(steps), sum(values), max(values), sum(values) / idle, said[cause])
+                )
     return rows
 
 

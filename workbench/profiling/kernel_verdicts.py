@@ -374,7 +374,12 @@ def table_rows(name: str, kernel: str, rules: KernelRules) -> tuple[str, ...]:
     launched = name.split("_", 1)[0].removeprefix("aclnn")
     calls = {call for call, kinds in rules.aclnn.items() if launched in kinds or kernel in kinds}
     rows = [r for r in kernel_table() if any(call in r.kernel.split(" + ") for call in calls)]
-    return tuple(f"{r.id}: {r.op} ({r.kernel}) at {r.source}@{r.tag}:{r.line or '?'}" for r in rows)
+    return tuple(f"{r.id}: {r.op} ({r.kernel}, {_releases(r)}) at {r.source}@{r.tag}:{r.line or '?'}" for r in rows)
+
+
+def _releases(row) -> str:
+    """'v0.11.0 to v0.13.0' or 'v0.9.2rc1 on': the vllm-ascend releases a kernel-table row holds for."""
+    return ", ".join(f"v{low} to v{high}" if high else f"v{low} on" for low, high in row.releases)
 
 
 def verdicts_frame(verdicts: list[KernelVerdict]) -> pd.DataFrame:
