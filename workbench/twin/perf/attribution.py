@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from workbench.profiling.buckets import STEP_BUCKETS, Bucket
 from workbench.twin.perf.policy import PerfThresholds
 from workbench.twin.perf.stats import Difference, difference
-from workbench.twin.perf.windows import WindowRecord, by_class
+from workbench.twin.perf.windows import WindowRecord, by_class, window_step_s
 
 METRICS = ("TTFT", "TPOT")
 TTFT_BUCKETS = (Bucket.QUEUEING, Bucket.PREFILL)
@@ -183,8 +183,23 @@ def attribute(
     return Attribution(tuple(deltas), split("TPOT", a, b, policy), split("TTFT", a, b, policy))
 
 
-def profiler_cost(records: Sequence[WindowRecord]) -> float | None:
-    """Mean over windows of TPOT with the profiler on / TPOT without it, minus 1 (None without profiled loads)."""
+def profiler_cost(records: Sequence[WindowRecord], first: int, count: int) -> float | None:
+    """The profiler's cost inside its bounded window: over the same steps (`first` .. `first + count` of the load,
+    on the client's clock: `windows.step_clock`) the mean step time with the profiler on over the same load's
+    without it, minus 1, averaged over windows (None without profiled loads). The trace export after the window
+    is not in it; `export_cost` says what the whole profiled load paid."""
+    ratios = []
+    for record in records:
+        plain = window_step_s(record.requests, first, count)
+        traced = window_step_s(record.profiled_requests, first, count)
+        if plain and traced:
+            ratios.append(traced / plain - 1.0)
+    return _mean(ratios) if ratios else None
+
+
+def export_cost(records: Sequence[WindowRecord]) -> float | None:
+    """Mean over windows of the profiled load's TPOT over the unprofiled load's, minus 1: everything profiling the
+    load cost it, the trace export after `max_steps` included."""
     ratios = []
     for record in records:
         plain = _mean([t.tpot_s for t in record.requests if t.success])
@@ -194,4 +209,14 @@ def profiler_cost(records: Sequence[WindowRecord]) -> float | None:
     return _mean(ratios) if ratios else None
 
 
-__all__ = ["METRICS", "Attribution", "BucketDelta", "ClassDelta", "Split", "attribute", "class_means", "profiler_cost"]
+__all__ = [
+    "METRICS",
+    "Attribution",
+    "BucketDelta",
+    "ClassDelta",
+    "Split",
+    "attribute",
+    "class_means",
+    "export_cost",
+    "profiler_cost",
+]

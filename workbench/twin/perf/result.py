@@ -35,7 +35,8 @@ class PerfTwinResult:
     modules: tuple[ModuleChange, ...]
     idle: dict[str, tuple[CauseTotal, ...]]  # side -> per rank and cause
     slow_ranks: dict[str, str]  # side -> 'rank N: host|device (...)' when a side has a slow rank
-    profiler_cost: dict[str, float | None]  # side -> TPOT with the profiler on / without it, minus 1
+    profiler_cost: dict[str, float | None]  # side -> step time inside the profiler's window, on / off, minus 1
+    export_cost: dict[str, float | None]  # side -> the profiled load's TPOT over the unprofiled load's, minus 1
     notes: tuple[str, ...]
     wall_s: float
 
@@ -123,8 +124,11 @@ class PerfTwinResult:
         ]
         lines += self.headline()
         cost = ", ".join(f"{s} {v:+.0%}" for s, v in self.profiler_cost.items() if v is not None)
+        whole = ", ".join(f"{s} {v:+.0%}" for s, v in self.export_cost.items() if v is not None)
         if cost:
-            lines.append(f"profiler's own cost on TPOT inside its window: {cost}")
+            lines.append(
+                f"profiler's own cost on the step time inside its window: {cost} (whole profiled load: {whole})"
+            )
         lines += [f"slow rank on side {side}: {text}" for side, text in self.slow_ranks.items()]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -146,6 +150,7 @@ class PerfTwinResult:
             "idle": {side: [c.row() for c in causes] for side, causes in self.idle.items()},
             "slow_ranks": self.slow_ranks,
             "profiler_cost": self.profiler_cost,
+            "export_cost": self.export_cost,
             "windows": self.windows_table().to_dict("records"),
             "notes": list(self.notes),
             "wall_s": self.wall_s,

@@ -39,7 +39,7 @@ from workbench.results.jsonl import JsonlLog
 from workbench.serving.load.workload import load_tokenizer
 from workbench.serving.server import connect
 from workbench.settings import run_dir
-from workbench.twin.perf.attribution import attribute, profiler_cost
+from workbench.twin.perf.attribution import attribute, export_cost, profiler_cost
 from workbench.twin.perf.kernels import compare_kernels, compare_modules, notable
 from workbench.twin.perf.policy import load_perf_thresholds
 from workbench.twin.perf.request import PerfTwinRequest
@@ -182,6 +182,7 @@ def _slow_rank(profile: Profile | None) -> str | None:
 def _analyse(request: PerfTwinRequest, directory: Path, records: list[WindowRecord], began: float) -> PerfTwinResult:
     policy = load_perf_thresholds(request.thresholds)
     sides = {"A": request.side_a, "B": request.side_b}
+    window = (request.window.delay_steps, request.window.max_steps)
     external = {label: _external(side) for label, side in sides.items()}
     by_side = {label: _with_trace([r for r in records if r.side == label], external[label]) for label in sides}
     profiles = {label: _profiles(by_side[label], external[label], directory) for label in sides}
@@ -201,7 +202,8 @@ def _analyse(request: PerfTwinRequest, directory: Path, records: list[WindowReco
         modules=compare_modules(kernels, profiles["A"], profiles["B"]) if kernels else (),
         idle={label: _idle(last[label], sides[label]) for label in sides},
         slow_ranks={label: text for label in sides if (text := _slow_rank(last[label])) is not None},
-        profiler_cost={label: profiler_cost(by_side[label]) for label in sides},
+        profiler_cost={label: profiler_cost(by_side[label], *window) for label in sides},
+        export_cost={label: export_cost(by_side[label]) for label in sides},
         notes=tuple(notes),
         wall_s=round(time.monotonic() - began, 1),
     )

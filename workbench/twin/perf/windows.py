@@ -15,6 +15,7 @@ measure latencies and `/metrics`, and the run reads the side's trace once.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -60,12 +61,20 @@ class Target:
 
 @dataclass(frozen=True)
 class RequestTiming:
-    """One request of a window: its class, TTFT and TPOT (seconds); failed requests carry no times."""
+    """One request of a window: its class, TTFT and TPOT (seconds); failed requests carry no times. `sent_s`
+    (since the load began) and the gaps between its tokens (`itl_s`) place each token on the load's clock."""
 
     klass: str
     ttft_s: float
     tpot_s: float
     success: bool
+    sent_s: float = 0.0
+    itl_s: tuple[float, ...] = ()
+
+    def arrivals(self) -> list[float]:
+        """When each token arrived, seconds since the load began."""
+        first = self.sent_s + self.ttft_s
+        return [first, *(first + gap for gap in itertools.accumulate(self.itl_s))]
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,7 @@ class WindowRecord:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> WindowRecord:
-        timings = lambda rows: tuple(RequestTiming(**r) for r in rows)  # noqa: E731
+        timings = lambda rows: tuple(RequestTiming(**r | {"itl_s": tuple(r.get("itl_s", ()))}) for r in rows)  # noqa: E731
         return cls(
             side=str(raw["side"]),
             index=int(raw["index"]),
@@ -136,7 +145,10 @@ def run_load(
     result = run_coroutine(run_load_async(target.server.url, target.server.model, prompts, shape, progress=progress))
     # the runner sends prompt `index % len(prompts)` as request `index`: its class is that prompt's length
     classes = [class_name(prompts[r.index % len(prompts)].num_tokens) for r in result.records]
-    return tuple(RequestTiming(k, r.ttft_s, r.tpot_s, r.success) for k, r in zip(classes, result.records, strict=True))
+    return tuple(
+        RequestTiming(k, r.ttft_s, r.tpot_s, r.success, r.sent_s, tuple(r.itl_s))
+        for k, r in zip(classes, result.records, strict=True)
+    )
 
 
 def _histograms(samples: Samples | None) -> dict[str, tuple[float, float]]:
@@ -212,6 +224,35 @@ def read_profile_of(record: WindowRecord, directory: Path) -> Profile | None:
     return Profile.from_dict(json.loads((directory / record.profile).read_text(encoding="utf-8")))
 
 
+def step_clock(timings: Sequence[RequestTiming]) -> list[float]:
+    """The engine's steps on the client's clock: every request's token arrivals, merged where they came together.
+
+    One engine step hands a token to every request it decodes, so their arrivals cluster within milliseconds
+    while steps lie apart by the step time; arrivals closer than a fifth of the median gap belong to one step.
+    Worked example: arrivals 0.100, 0.1004, 0.1005, 0.120, 0.1203, 0.140 -> steps 0.100, 0.120, 0.140.
+    """
+    times = sorted(t for timing in timings if timing.success for t in timing.arrivals())
+    if len(times) < 2:
+        return times
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    positive = sorted(g for g in gaps if g > 0)
+    tolerance = 0.2 * positive[len(positive) // 2] if positive else 0.0
+    steps = [times[0]]
+    for time_, gap in zip(times[1:], gaps, strict=True):
+        if gap > tolerance:
+            steps.append(time_)
+    return steps
+
+
+def window_step_s(timings: Sequence[RequestTiming], first: int, count: int) -> float | None:
+    """The mean time between the client's steps `first` .. `first + count` (None when the load had fewer)."""
+    steps = step_clock(timings)
+    last = min(first + count, len(steps) - 1)
+    if last - first < 2:
+        return None
+    return (steps[last] - steps[first]) / (last - first)
+
+
 def by_class(timings: Sequence[RequestTiming]) -> dict[str, list[RequestTiming]]:
     grouped: dict[str, list[RequestTiming]] = {}
     for timing in timings:
@@ -228,6 +269,8 @@ __all__ = [
     "Target",
     "WindowRecord",
     "by_class",
+    "step_clock",
+    "window_step_s",
     "engine_means",
     "measure_window",
     "prompts_for",

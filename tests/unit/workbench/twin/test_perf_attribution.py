@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.profiling.buckets import Bucket, StepBuckets
-from workbench.twin.perf.attribution import attribute, class_means, profiler_cost
+from workbench.twin.perf.attribution import attribute, class_means, export_cost, profiler_cost
 from workbench.twin.perf.policy import load_perf_thresholds
 from workbench.twin.perf.windows import RequestTiming, WindowRecord
 
@@ -92,6 +92,16 @@ def test_the_ttft_split_uses_the_engines_queue_and_prefill():
     assert class_means(a[0], "in256", "TTFT") == pytest.approx(25.0) and class_means(a[0], "*", "TTFT") == 22.5
 
 
-def test_the_profilers_cost_is_profiled_tpot_over_unprofiled():
-    records = [window("A", 0, tpot_ms=10.0, ttft_ms=1, kernel_us=1, idle_us=1, traced=11.0)]
-    assert profiler_cost(records) == pytest.approx(0.1)
+def stepped(step_s: float, slow_from: int = 99, slow_s: float = 0.0) -> tuple[RequestTiming, ...]:
+    """Four requests decoded together for 20 steps of `step_s` (steps from `slow_from` on take `slow_s`)."""
+    gaps = tuple(slow_s if i >= slow_from else step_s for i in range(1, 20))
+    return tuple(RequestTiming("in64", 0.05, sum(gaps) / 19, True, 0.0001 * i, gaps) for i in range(4))
+
+
+def test_the_profilers_cost_inside_its_window_leaves_out_the_export_after_it():
+    plain = stepped(0.010)
+    traced = stepped(0.011, slow_from=12, slow_s=0.5)  # 10% slower steps, then a half-second export stall
+    record = WindowRecord("A", 0, plain, traced, {}, None, None, 1.0)
+    assert profiler_cost([record], 2, 8) == pytest.approx(0.1)  # steps 2..10 of the load: inside the window
+    assert export_cost([record]) > 2  # the whole profiled load paid the stall too
+    assert profiler_cost([window("A", 0, tpot_ms=10, ttft_ms=1, kernel_us=1, idle_us=1)], 2, 8) is None

@@ -46,6 +46,7 @@ def result(tmp_path, *, planted: bool) -> PerfTwinResult:
         idle=idle,
         slow_ranks={},
         profiler_cost={"A": 0.05, "B": 0.04},
+        export_cost={"A": 0.3, "B": 0.25},
         notes=(),
         wall_s=1.0,
     )
@@ -56,7 +57,7 @@ def test_a_planted_delay_reads_as_slower_tpot_in_the_kernel_bucket_naming_the_op
     text = found.text()
     assert "B is slower on TPOT" in text and "cause: kernel" in text
     assert "planted::silu_and_mul (new, op silu_and_mul" in text
-    assert "profiler's own cost on TPOT inside its window: A +5%, B +4%" in text
+    assert "cost on the step time inside its window: A +5%, B +4% (whole profiled load: A +30%, B +25%)" in text
     written = read_perf_twin(found.write().parent)
     assert PERF_TWIN_KIND.matches(written) and written["differs"] and written["causes"]["TPOT"] == "kernel"
     assert written["kernels"][0]["kernel"] == "planted::silu_and_mul"

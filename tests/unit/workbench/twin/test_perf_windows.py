@@ -10,7 +10,15 @@ from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
 from workbench.serving.prometheus import parse_prometheus
 from workbench.twin.perf.request import PerfTwinRequest, PerfWorkload, ProfileWindow
-from workbench.twin.perf.windows import WINDOW_KIND, RequestTiming, WindowRecord, engine_means, prompts_for
+from workbench.twin.perf.windows import (
+    WINDOW_KIND,
+    RequestTiming,
+    WindowRecord,
+    engine_means,
+    prompts_for,
+    step_clock,
+    window_step_s,
+)
 from workbench.twin.sides import Side
 
 BEFORE = """# HELP vllm:request_queue_time_seconds Histogram of time spent in WAITING phase for request.
@@ -44,8 +52,19 @@ def test_the_prompts_interleave_the_classes_at_their_exact_lengths():
     assert len({p.text for p in prompts}) == 5
 
 
+def test_the_client_clock_merges_a_steps_arrivals_into_one():
+    # the module docstring's worked example: two requests, tokens 20 ms apart, arriving within half a millisecond
+    timings = (
+        RequestTiming("in64", 0.100, 0.02, True, 0.0, (0.020, 0.020)),
+        RequestTiming("in64", 0.0904, 0.02, True, 0.010, (0.0199,)),
+    )
+    assert step_clock(timings) == pytest.approx([0.100, 0.120, 0.140])
+    assert window_step_s(timings, 0, 2) == pytest.approx(0.020) and window_step_s(timings, 1, 5) is None
+
+
 def test_a_window_record_round_trips_with_its_kind():
-    record = WindowRecord("B", 2, (RequestTiming("in64", 0.02, 0.01, True),), (), {"queue": 0.001}, None, None, 3.5)
+    timing = RequestTiming("in64", 0.02, 0.01, True, 0.5, (0.01, 0.012))
+    record = WindowRecord("B", 2, (timing,), (), {"queue": 0.001}, None, None, 3.5)
     stored = json.loads(json.dumps(record.to_dict()))
     assert WINDOW_KIND.matches(stored) and WindowRecord.from_dict(stored) == record and record.name == "B2"
 

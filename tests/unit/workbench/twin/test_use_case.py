@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from workbench import cli
+from workbench.serving import server as server_module
 from workbench.twin import api
 
 
@@ -37,21 +38,32 @@ def _imports_only(source: str) -> bool:
 
 
 def run_notebook_until_the_call(notebook: str, section: str | None) -> None:
-    """The parameters cell, the import cells, then (from the markdown cell naming `section`, or from the start)
-    every code cell in order, until the recorder stops it."""
+    """The parameters cell, the import cells, then (from the markdown cell that opens with the `section` heading,
+    or from the start) every code cell in order, until the recorder stops it."""
     cells = json.loads((REPO_ROOT / "notebooks" / notebook).read_text())["cells"]
     namespace: dict = {}
     started = section is None
     for cell in cells:
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
-            started = started or section in source
+            started = started or source.startswith(section or "")
             continue
         if started or "parameters" in cell["metadata"].get("tags", []) or _imports_only(source):
             exec(source, namespace)  # noqa: S102 - the notebook's own cells, in order
 
 
+def no_servers(monkeypatch) -> None:
+    """A cell that would start (or lease) a server fails the test instead: the unit tier starts none."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the notebook started a server before reaching the use case")
+
+    monkeypatch.setattr(server_module, "start", refuse)
+    monkeypatch.setattr(server_module, "lease", refuse)
+
+
 def notebook_request(monkeypatch, notebook: str, name: str, section: str | None = None):
+    no_servers(monkeypatch)
     calls = record(monkeypatch, name)
     with pytest.raises(Called):
         run_notebook_until_the_call(notebook, section)
@@ -89,7 +101,7 @@ def test_notebook_11_and_the_verb_make_the_same_token_twin_request(monkeypatch):
 
 
 def test_notebook_08_and_the_verb_make_the_same_performance_twin_request(monkeypatch):
-    from_notebook = notebook_request(monkeypatch, "08_profiling.ipynb", "run_perf_twin", "performance twin")
+    from_notebook = notebook_request(monkeypatch, "08_profiling.ipynb", "run_perf_twin", "## Why is B slower than A")
     argv = "twin --perf --recipe cpu-tiny --set B:engine.tensor_parallel_size=2 --input-len 64 256 --num-prompts 16"
     from_verb = verb_request(monkeypatch, "run_perf_twin", [*argv.split(), "--repeats", "1", "--warmup", "0"])
     assert isinstance(from_notebook, api.PerfTwinRequest)
