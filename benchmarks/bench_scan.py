@@ -75,8 +75,10 @@ def main() -> int:
             report = _run(target, jobs)
             runs[mode].append(report)
             rate = len(report.findings) / report.seconds
-            print(f"  pair {pair + 1} {mode:<8} jobs {report.jobs}: {report.seconds:6.2f} s, {report.files_scanned} files, "
-                  f"{len(report.findings)} findings, {rate:,.0f} findings/s, {report.files_scanned / report.seconds:,.0f} files/s")  # fmt: skip
+            print(
+                f"  pair {pair + 1} {mode:<8} jobs {report.jobs}: {report.seconds:6.2f} s, {report.files_scanned} files, "
+                f"{len(report.findings)} findings, {rate:,.0f} findings/s, {report.files_scanned / report.seconds:,.0f} files/s"
+            )
     reports = runs["parallel"] + runs["serial"]
     if len({r.findings for r in reports}) != 1:
         print("FAIL: runs disagree on the findings")
@@ -98,8 +100,10 @@ def main() -> int:
         "by_category": last.category_counts(),
         "by_severity": last.severity_counts(),
     }
-    print(f"median: parallel {parallel:.2f} s, serial {serial:.2f} s, serial/parallel {serial / parallel:.2f}; "
-          f"{figures['findings_per_second_parallel']:,.0f} findings/s")  # fmt: skip
+    print(
+        f"median: parallel {parallel:.2f} s, serial {serial:.2f} s, serial/parallel {serial / parallel:.2f}; "
+        f"{figures['findings_per_second_parallel']:,.0f} findings/s"
+    )
     print("by category: " + ", ".join(f"{r['category']} {r['findings']}" for r in last.category_counts()))
     print("by severity: " + ", ".join(f"{k} {v}" for k, v in last.severity_counts().items()))
     verdict = "PASS" if parallel < TARGET_SECONDS else "FAIL"

@@ -20,9 +20,11 @@ from workbench.errors import WorkbenchError
 
 
 def _verb_modules() -> dict[str, str]:
-    """CLI verb -> module name ('compare-ops' -> 'compare_ops'), from the files in workbench/verbs."""
+    """CLI verb -> module name ('compare-ops' -> 'compare_ops'), from the files in workbench/verbs.
+
+    A trailing underscore is Python's escape for a keyword and no part of the verb ('import_' -> 'import')."""
     return {
-        info.name.replace("_", "-"): info.name
+        info.name.rstrip("_").replace("_", "-"): info.name
         for info in pkgutil.iter_modules(verbs.__path__)
         if not info.name.startswith("_")  # shared option helpers, not verbs
     }

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.envcheck.result import CheckResult, Status
 from workbench.envcheck.runner import Report
-from workbench.results import files
+from workbench.results.envelope import DocumentKind, write_result
+
+CHECK_KIND = DocumentKind("check")  # `check --json`: every pre-flight result
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,8 +185,10 @@ def to_html(report: Report) -> str:
 
 
 def write_json(report: Report, path: Path) -> Path:
-    """The report as JSON, atomically."""
-    return files.write_json(Path(path), to_dict(report), indent=2)
+    """`check --json`: the report, atomically, stamped as a `check` document."""
+    from workbench.stack.provenance import provenance
+
+    return write_result(Path(path), to_dict(report), provenance(), CHECK_KIND)
 
 
 def write_html(report: Report, path: Path) -> Path:

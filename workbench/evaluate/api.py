@@ -12,10 +12,14 @@ from workbench.evaluate.charts import comparison_figure
 from workbench.evaluate.datasets import calibration_texts, load_dataset
 from workbench.evaluate.execution import Limits
 from workbench.evaluate.report import compare_runs, read_run, summarize_run, summary_table, write_summary
+from workbench.evaluate.request import EvaluateRequest, EvaluateResult, run_evaluate
 from workbench.evaluate.runner import Measure, Settings, default_out_dir, evaluate, evaluate_target, target_for
 from workbench.evaluate.thresholds import load_thresholds
 
 __all__ = [
+    "EvaluateRequest",
+    "EvaluateResult",
+    "run_evaluate",
     "Limits",
     "Measure",
     "Settings",

@@ -31,7 +31,10 @@ from workbench.evaluate.greedy import AgreementTotal, agreement, total_agreement
 from workbench.evaluate.nll import NllResult, NllTotal, total_nll
 from workbench.evaluate.store import RecordFile
 from workbench.evaluate.thresholds import EvaluateThresholds, KindThresholds, judge_loss, judge_minimum
+from workbench.results.envelope import DocumentKind, envelope
 from workbench.results.verdict import Verdict
+
+EVALUATE_KIND = DocumentKind("evaluate")  # OUT/summary.json of an evaluation: per data set, and the comparison
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,9 @@ def summarize_run(out_dir: Path) -> dict[str, DatasetSummary]:
 
 
 @dataclass(frozen=True)
-class Finding:
+class MetricVerdict:
+    """One metric of a data set against the reference run, and the threshold's verdict on it."""
+
     metric: str
     value: float | None
     verdict: Verdict | None  # None: nothing to judge (no problem measured on both sides)
@@ -183,7 +188,7 @@ class DatasetComparison:
     pass_problems: int
     pass_reference: float
     pass_test: float
-    findings: tuple[Finding, ...] = field(default=())
+    findings: tuple[MetricVerdict, ...] = field(default=())
 
     @property
     def nll_delta(self) -> float:
@@ -272,13 +277,13 @@ def compare_files(reference: RunFile, test: RunFile, limits: KindThresholds) -> 
 
 def _judged(c: DatasetComparison, limits: KindThresholds) -> DatasetComparison:
     findings = [
-        Finding(
+        MetricVerdict(
             "nll_increase_pct",
             c.nll_increase_pct,
             judge_loss(c.nll_increase_pct, limits.nll_increase_pct),
             f"mean NLL {c.nll_reference:.4f} -> {c.nll_test:.4f} nats/token over {c.nll_problems} problems",
         ),
-        Finding(
+        MetricVerdict(
             "greedy_agreement",
             c.agreement.mean,
             judge_minimum(c.agreement.mean, limits.greedy_agreement),
@@ -290,19 +295,19 @@ def _judged(c: DatasetComparison, limits: KindThresholds) -> DatasetComparison:
     return replace(c, findings=tuple(findings))
 
 
-def _pass_at_1_finding(c: DatasetComparison, limits: KindThresholds) -> Finding:
+def _pass_at_1_finding(c: DatasetComparison, limits: KindThresholds) -> MetricVerdict:
     """pass@1 judged only where it can move: when the reference passes no problem, it cannot drop, and a
     0-to-0 "no change" would read as a measurement (a 135M model on a handful of HumanEval problems)."""
     detail = f"pass@1 {c.pass_reference:.1%} -> {c.pass_test:.1%} over {c.pass_problems} problems"
     if c.pass_problems and c.pass_reference == 0:
-        return Finding(
+        return MetricVerdict(
             "pass_at_1_drop_pct",
             None,
             None,
             f"{detail}: no problem passes on the reference side, so pass@1 cannot show a drop here; "
             "NLL and greedy agreement carry the comparison (more problems, or a stronger model, make it count)",
         )
-    return Finding(
+    return MetricVerdict(
         "pass_at_1_drop_pct", c.pass_drop_pct, judge_loss(c.pass_drop_pct, limits.pass_at_1_drop_pct), detail
     )
 
@@ -435,15 +440,14 @@ def write_summary(out_dir: Path, comparison: Comparison | None = None) -> Path:
     import json
 
     runs = read_run(out_dir)
-    payload: dict[str, Any] = {
-        "provenance": next(iter(runs.values())).header.get("provenance"),
-        "datasets": {name: summarize(run).to_dict() for name, run in runs.items()},
-    }
+    stamp = next(iter(runs.values())).header.get("provenance") or {}
+    payload: dict[str, Any] = {"datasets": {name: summarize(run).to_dict() for name, run in runs.items()}}
     if comparison is not None:
         payload["comparison"] = comparison.to_dict()
         payload["reference_provenance"] = next(iter(read_run(Path(comparison.reference_dir)).values())).header.get(
             "provenance"
         )
     path = Path(out_dir) / "summary.json"
-    path.write_text(json.dumps(payload, indent=1, default=str, allow_nan=True))
+    document = envelope(payload, stamp, EVALUATE_KIND)
+    path.write_text(json.dumps(document, indent=1, default=str, allow_nan=True))
     return path

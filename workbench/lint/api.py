@@ -164,11 +164,16 @@ def _short(value: Any) -> str:
 # -- inputs ------------------------------------------------------------------------------------------------
 
 
-def read_source(source: str | Path, where: str | None = None) -> tuple[ParsedInput, Path | None, Any]:
+def read_source(
+    source: str | Path, where: str | None = None, readers: tuple[Any, ...] = ()
+) -> tuple[ParsedInput, Path | None, Any]:
     """(parsed settings, the file or None, the serving recipe when the input is one).
 
     `source` is a file path (a serving recipe YAML or a shell script), '-' for standard input, or the
     text of a command itself (anything with a newline or a space that is not an existing path).
+    `readers`: callables (path, text) -> ParsedInput | None tried first on a file, so deployment files
+    (manifests, compose, `--config` YAML, Dockerfiles) are read by `import`'s readers; the verb hands
+    `workbench.deploy.api.lint_reader` in (lint imports no domain above it).
     """
     path = None
     if isinstance(source, str) and source != "-" and "\n" not in source and not Path(source).expanduser().exists():
@@ -199,7 +204,11 @@ def read_source(source: str | Path, where: str | None = None) -> tuple[ParsedInp
                 f"{source}: no such file or shipped recipe; give a serving recipe, a shell script, '-' for "
                 "standard input, or the command itself in quotes"
             )
-        return read_source(shipped, where)
+        return read_source(shipped, where, readers)
+    for reader in readers if path is not None else ():
+        deployment = reader(path, text)
+        if deployment is not None:
+            return deployment, path, None
     recipe = _as_recipe(text, path)
     if recipe is not None:
         return recipe_settings(recipe, text, where), path, recipe
@@ -274,13 +283,16 @@ def lint_source(
     release: str | None = None,
     stack: Mapping[str, Any] | None = None,
     stack_source: str = "the stack file",
+    readers: tuple[Any, ...] = (),
 ) -> LintReport:
-    parsed, path, recipe = read_source(source)
+    parsed, path, recipe = read_source(source, readers=readers)
     return lint_parsed(parsed, release=release, stack=stack, stack_source=stack_source, recipe=recipe, source=path)
 
 
-def lint_upgrade(source: str | Path, release: str | None, to: str, **kwargs: Any) -> UpgradeReport:
-    parsed, path, recipe = read_source(source)
+def lint_upgrade(
+    source: str | Path, release: str | None, to: str, readers: tuple[Any, ...] = (), **kwargs: Any
+) -> UpgradeReport:
+    parsed, path, recipe = read_source(source, readers=readers)
     before = lint_parsed(parsed, release=release, recipe=recipe, source=path, **kwargs)
     after = lint_parsed(parsed, release=to, recipe=recipe, source=path, **kwargs)
     return UpgradeReport(before, after)

@@ -251,6 +251,15 @@ def _flag(parsed: ParsedInput, spelled: str, value: str | None, word: Word, valu
     )
 
 
+def parse_words(words: tuple[Word, ...], where: str, text: str = "") -> ParsedInput:
+    """Settings of a serving command given as words that already carry their lines (a manifest's argument
+    list, a Dockerfile's exec form): the launcher is found in them as in a script."""
+    parsed = ParsedInput(text=text, where=where)
+    start = _launcher_start(words)
+    _flags(parsed, words[start:] if start is not None else words)
+    return parsed
+
+
 def _line_of(text: str, key: str) -> int:
     """1-based line of the first `key:` in a YAML text (0 when not found)."""
     match = re.search(rf"^\s*['\"]?{re.escape(key)}['\"]?\s*:", text, re.M)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,10 @@ from workbench.quantize.plan_model import PlanModel
 from workbench.quantize.policy import AutopilotPolicy, load_policy
 from workbench.quantize.search import SearchOutcome, Step, UnitPlan, check_ladder, rollback_search
 from workbench.quantize.stats import Rise, nll_rise
+from workbench.results.envelope import DocumentKind, write_result
+from workbench.stack.provenance import provenance
+
+AUTOPILOT_KIND = DocumentKind("quantize-auto")  # plan.json of `quantize --auto`: the plan and every step
 
 PLAN_FILE = "plan.json"
 SENSITIVITY_FILE = "sensitivity.csv"
@@ -414,7 +417,7 @@ def _finish(
         tuple(model.units),
         run.splits,
     )
-    (run.state / PLAN_FILE).write_text(json.dumps(result.to_dict(), indent=1) + "\n", encoding="utf-8")
+    write_result(run.state / PLAN_FILE, result.to_dict(), provenance(model=request.model), AUTOPILOT_KIND)
     return result
 
 

@@ -46,9 +46,12 @@ from workbench.embedded_models.catalog import resolve_model
 from workbench.errors import WorkbenchError
 from workbench.quantize.calibrate import calibration_texts, observe_ranges, tokenize
 from workbench.quantize.request import QuantizeRequest, QuantizeResult
+from workbench.results.envelope import DocumentKind, write_result
 from workbench.results.files import staged_directory
 from workbench.stack.dtypes import dtype_name, parse_dtype
 from workbench.stack.provenance import provenance
+
+QUANTIZATION_KIND = DocumentKind("quantization")  # quantization.json beside a checkpoint: what was written
 
 REPORT_FILE = "quantization.json"
 # Files of the source directory that are weights or its own bookkeeping, not model configuration.
@@ -186,8 +189,8 @@ def write_weight_only(
 
 def _write_plan_report(staging: Path, source: Path, note: dict[str, Any] | None, **fields: Any) -> None:
     """quantization.json of a plan checkpoint: what was written, from which source, the caller's note, provenance."""
-    report = {**fields, "source": str(source), **(note or {}), "provenance": provenance(model_dir=source, device="cpu")}
-    (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    report = {**fields, "source": str(source), **(note or {})}
+    write_result(staging / REPORT_FILE, report, provenance(model_dir=source, device="cpu"), QUANTIZATION_KIND)
 
 
 def checkpoint_dtype(requested: str, config: dict[str, Any], fmt: QuantFormat) -> torch.dtype:
@@ -242,6 +245,5 @@ def write_report(path: Path, result: QuantizeResult, ranges: dict | None) -> Non
         "source": str(result.source),
         "calibration": result.calibration,
         "layers": layers,
-        "provenance": provenance(model_dir=result.source, device="cpu"),
     }
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_result(path, report, provenance(model_dir=result.source, device="cpu"), QUANTIZATION_KIND)

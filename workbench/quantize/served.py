@@ -84,10 +84,13 @@ def compare_served(
         )
     table = pd.DataFrame(rows)
     table["throughput_vs_float"] = table["output_tok_s"] / table.loc[0, "output_tok_s"]
-    from workbench.results.files import write_json
+    from workbench.results.envelope import DocumentKind, write_result
+    from workbench.stack.provenance import provenance
 
-    write_json(
+    write_result(
         result.state_dir / SERVED_FILE,
         {"workload": dict(vars(load)) | {"slo": None}, "rows": table.to_dict(orient="records")},
+        provenance(),
+        DocumentKind("quantize-served"),
     )
     return table

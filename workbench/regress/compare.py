@@ -34,7 +34,9 @@ from workbench.regress.thresholds import Better, Thresholds
 from workbench.results.verdict import Verdict
 
 
-class Finding(str, enum.Enum):
+class Change(str, enum.Enum):
+    """What the noise rule made of one metric or verdict between the baseline and the current runs."""
+
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     NOISE = "within noise"
@@ -54,7 +56,7 @@ class MetricComparison:
     threshold: float
     baseline: tuple[float, ...]
     current: tuple[float, ...]
-    finding: Finding
+    finding: Change
 
     @property
     def baseline_median(self) -> float:
@@ -110,21 +112,21 @@ class MetricComparison:
 
 def judge(
     baseline: Sequence[float], current: Sequence[float], *, better: Better, threshold: float, min_repeats: int
-) -> Finding:
+) -> Change:
     """The noise rule (module docstring) for one metric's two sides of values."""
     if not baseline or not current:
-        return Finding.MISSING
+        return Change.MISSING
     base, now = statistics.median(baseline), statistics.median(current)
     delta = now - base
     relative = abs(delta) / abs(base) if base else (0.0 if delta == 0 else float("inf"))
     if relative <= threshold:
-        return Finding.UNCHANGED
+        return Change.UNCHANGED
     if len(baseline) < min_repeats or len(current) < min_repeats:
-        return Finding.THIN
+        return Change.THIN
     if abs(delta) > max(baseline) - min(baseline) and abs(delta) > max(current) - min(current):
         worse = delta < 0 if better is Better.HIGHER else delta > 0
-        return Finding.REGRESSION if worse else Finding.IMPROVEMENT
-    return Finding.NOISE
+        return Change.REGRESSION if worse else Change.IMPROVEMENT
+    return Change.NOISE
 
 
 def compare_metrics(
@@ -150,7 +152,7 @@ class VerdictComparison:
     case: str
     before: str | None
     after: str | None
-    finding: Finding
+    finding: Change
 
     def row(self) -> dict[str, object]:
         return {
@@ -174,11 +176,11 @@ def compare_verdicts(series: str, baseline: Sequence[Run], current: Sequence[Run
             raise WorkbenchError(f"{series} {case}: {exc}; verdicts are pass, warning or error") from None
         b, a = (Verdict.worst(before) if before else None), (Verdict.worst(after) if after else None)
         if b is None or a is None:
-            finding = Finding.MISSING
+            finding = Change.MISSING
         elif a.severity != b.severity:
-            finding = Finding.REGRESSION if a.severity > b.severity else Finding.IMPROVEMENT
+            finding = Change.REGRESSION if a.severity > b.severity else Change.IMPROVEMENT
         else:
-            finding = Finding.UNCHANGED
+            finding = Change.UNCHANGED
         found.append(VerdictComparison(series, case, b and b.value, a and a.value, finding))
     return found
 
@@ -189,5 +191,5 @@ def compare_status(series: str, baseline: Sequence[Run], current: Sequence[Run])
     if not failed or not any(r.status == "ok" for r in baseline):
         return None
     return VerdictComparison(
-        series, "run status", "ok", "; ".join(sorted({r.status for r in failed})), Finding.REGRESSION
+        series, "run status", "ok", "; ".join(sorted({r.status for r in failed})), Change.REGRESSION
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.regress.compare import (
-    Finding,
+    Change,
     MetricComparison,
     VerdictComparison,
     compare_metrics,
@@ -74,7 +74,7 @@ class RegressReport:
     fail_on_thin: bool = False
     notes: tuple[str, ...] = field(default=())
 
-    def _with(self, finding: Finding, worse_only: bool = False) -> list[tuple[SeriesReport, Any]]:
+    def _with(self, finding: Change, worse_only: bool = False) -> list[tuple[SeriesReport, Any]]:
         return [
             (s, f)
             for s in self.series
@@ -84,11 +84,11 @@ class RegressReport:
 
     @property
     def regressions(self) -> list[tuple[SeriesReport, Any]]:
-        return self._with(Finding.REGRESSION)
+        return self._with(Change.REGRESSION)
 
     @property
     def thin_worse(self) -> list[tuple[SeriesReport, Any]]:
-        return self._with(Finding.THIN, worse_only=True)
+        return self._with(Change.THIN, worse_only=True)
 
     @property
     def failed(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from workbench.regress.compare import Finding, MetricComparison, VerdictComparison
+from workbench.regress.compare import Change, MetricComparison, VerdictComparison
 from workbench.regress.regress import RegressReport, SeriesReport
 
 
@@ -22,7 +22,7 @@ def finding_line(series: SeriesReport, item: MetricComparison | VerdictCompariso
     if isinstance(item, VerdictComparison):
         return f"{head} {item.case}: {item.before} -> {item.after} {series.while_text()}"
     values = f"{_number(item.baseline_median)} -> {_number(item.current_median)}"
-    if item.finding is Finding.THIN:
+    if item.finding is Change.THIN:
         evidence = (
             f"{len(item.baseline)} baseline run(s), {len(item.current)} current run(s): the noise is unknown; "
             "repeat both sides, 3 runs each or more, to judge it"
@@ -62,7 +62,7 @@ def _table(series: SeriesReport) -> str:
             }
         )
     else:
-        frame = frame[frame["finding"] != Finding.UNCHANGED.value]
+        frame = frame[frame["finding"] != Change.UNCHANGED.value]
         if frame.empty:
             return f"  every one of {len(rows)} verdicts unchanged"
     with pd.option_context("display.width", 200, "display.max_rows", 500):
@@ -89,7 +89,7 @@ def format_report(report: RegressReport) -> str:
         f"regress against baseline {report.baseline!r} (thresholds: {report.thresholds.name}, "
         f"default {100 * report.thresholds.default_threshold:g}%, repeats needed per side: {report.thresholds.min_repeats})"
     ]
-    flagged = [*report.regressions, *report._with(Finding.THIN, worse_only=True)]
+    flagged = [*report.regressions, *report._with(Change.THIN, worse_only=True)]
     lines += [finding_line(s, f) for s, f in flagged]
     for series in report.series:
         lines.append(

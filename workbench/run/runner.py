@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.results.envelope import DocumentKind
 from workbench.results.files import write_json
+
+RUN_KIND = DocumentKind("run")  # summary.json of the main job (the stack is in each notebook's results)
 
 # A cell that runs longer than this fails its notebook (named with the cell) instead of blocking the run.
 DEFAULT_CELL_TIMEOUT_S = 1800.0
@@ -79,62 +82,119 @@ def run_notebooks(
     cwd: Path | None = None,
     progress: bool = True,
     cell_timeout_s: float | None = DEFAULT_CELL_TIMEOUT_S,
+    jobs: int = 1,
 ) -> RunReport:
-    """Execute `notebooks` in order into `run_dir`; never raises for a failing or timed-out cell.
+    """Execute `notebooks` into `run_dir`, `jobs` at a time; never raises for a failing or timed-out cell.
 
     The notebooks lease their servers from one engine pool (`workbench.serving.pool`): a configuration
     two notebooks start is started once. The pool is the caller's when one is open (a test session),
     else the run's own, stopped when the run ends.
+
+    With `jobs` > 1 the notebooks run in that many lanes (each its own kernel), longest first by the last
+    run's durations in the same runs folder (name order without one). Why: most of a notebook's time is a
+    vLLM server starting or a kernel computing on one core, so on two cores two lanes overlap what one lane
+    waits for. Outcomes are reported in name order whatever the lanes did.
     """
     import contextlib
 
     from workbench import settings
     from workbench.serving.pool import EnginePool
 
+    if jobs < 1:
+        raise WorkbenchError(f"--jobs {jobs}: give 1 or more notebooks to run at once")
     with contextlib.ExitStack() as stack:
         if settings.engine_pool_dir() is None:
             stack.enter_context(EnginePool.open(run_dir / "engine-pool"))
-        # the kernels' sockets: mode 0700, and a short path (Unix socket paths are limited to ~107 bytes)
-        sockets = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wb-kernel-")))
-        manager = _ipc_kernel_manager(sockets)
-        return _run_in_order(notebooks, run_dir, parameters, kernel_name, cwd, progress, cell_timeout_s, manager)
+        lanes = _Lanes(run_dir, schedule(notebooks, run_dir.parent), jobs, progress)
+        settings_ = _Execution(parameters or {}, kernel_name, cwd, cell_timeout_s)
+        return lanes.run(settings_, stack)
 
 
-def _run_in_order(
-    notebooks: Sequence[Path],
-    run_dir: Path,
-    parameters: dict[str, Any] | None,
-    kernel_name: str,
-    cwd: Path | None,
-    progress: bool,
-    cell_timeout_s: float | None,
-    kernel_manager: type,
-) -> RunReport:
-    import os
+@dataclass(frozen=True)
+class _Execution:
+    parameters: dict[str, Any]
+    kernel_name: str
+    cwd: Path | None
+    cell_timeout_s: float | None
 
-    from tqdm.auto import tqdm
 
-    outcomes: list[NotebookOutcome] = []
-    bar = tqdm(notebooks, desc="notebooks", unit="nb", disable=not progress)
-    # Kernels inherit these: widgets render their default view statically, and every server start is
-    # recorded (into the test session's file when one is set, else into the run's own).
-    starts = Path(os.environ.get(STARTS_ENV) or run_dir / "server-starts.jsonl")
-    saved = {name: os.environ.get(name) for name in (HEADLESS_ENV, STARTS_ENV, STARTED_BY_ENV)}
-    os.environ.update({HEADLESS_ENV: "1", STARTS_ENV: str(starts)})
-    try:
-        for path in bar:
-            bar.set_postfix_str(path.name)
-            os.environ[STARTED_BY_ENV] = path.name
-            outcome = _execute_one(path, run_dir, parameters or {}, kernel_name, cwd, cell_timeout_s, kernel_manager)
-            outcomes.append(_with_timings(outcome, run_dir, starts))
-            _write_summary(RunReport(run_dir, tuple(outcomes)))
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-    return RunReport(run_dir, tuple(outcomes))
+def schedule(notebooks: Sequence[Path], runs_root: Path) -> list[Path]:
+    """Longest first by the newest earlier run under `runs_root` that timed them (unknown ones first, in name
+    order, as the most likely to be long); name order when no earlier run is there."""
+    seconds = _previous_seconds(runs_root)
+    if not seconds:
+        return list(notebooks)
+    return sorted(notebooks, key=lambda p: (p.name in seconds, -seconds.get(p.name, 0.0), p.name))
+
+
+def _previous_seconds(runs_root: Path) -> dict[str, float]:
+    import json
+
+    for summary in sorted(runs_root.glob("*/summary.json"), reverse=True):
+        try:
+            data = json.loads(summary.read_text(encoding="utf-8"))
+            timed = {n["notebook"]: float(n["seconds"]) for n in data["notebooks"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a run killed while writing, or an older layout: look further back
+        if timed:
+            return timed
+    return {}
+
+
+class _Lanes:
+    """`jobs` threads taking the next notebook from one queue; one summary, rewritten under a lock."""
+
+    def __init__(self, run_dir: Path, queue: list[Path], jobs: int, progress: bool) -> None:
+        import os
+        import threading
+
+        from tqdm.auto import tqdm
+
+        self.run_dir, self.queue, self.jobs = run_dir, list(queue), max(1, min(jobs, len(queue)))
+        self.lock = threading.Lock()
+        self.outcomes: dict[str, NotebookOutcome] = {}
+        self.bar = tqdm(total=len(queue), desc="notebooks", unit="nb", disable=not progress)
+        # every server start is recorded: into the test session's file when one is set, else the run's own
+        self.starts = Path(os.environ.get(STARTS_ENV) or run_dir / "server-starts.jsonl")
+
+    def run(self, execution: _Execution, stack) -> RunReport:
+        import threading
+
+        threads = []
+        for lane in range(self.jobs):
+            # the kernels' sockets: mode 0700, and a short path (Unix socket paths are limited to ~107 bytes);
+            # one folder per lane, so two kernels starting at once never pick the same socket name
+            sockets = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"wb-kernel{lane}-")))
+            thread = threading.Thread(target=self._work, args=(execution, sockets), name=f"lane-{lane}")
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join()
+        self.bar.close()
+        return self._report()
+
+    def _next(self) -> Path | None:
+        with self.lock:
+            return self.queue.pop(0) if self.queue else None
+
+    def _work(self, execution: _Execution, sockets: Path) -> None:
+        import os
+
+        while (path := self._next()) is not None:
+            # Kernels inherit this environment: widgets render their default view statically, and every server
+            # start is recorded with the notebook that asked for it.
+            env = dict(os.environ) | {HEADLESS_ENV: "1", STARTS_ENV: str(self.starts), STARTED_BY_ENV: path.name}
+            manager = _ipc_kernel_manager(sockets, env)
+            outcome = _execute_one(path, self.run_dir, execution, manager)
+            outcome = _with_timings(outcome, self.run_dir, self.starts)
+            with self.lock:
+                self.outcomes[path.name] = outcome
+                _write_summary(self._report())
+                self.bar.update(1)
+                self.bar.set_postfix_str(path.name)
+
+    def _report(self) -> RunReport:
+        return RunReport(self.run_dir, tuple(self.outcomes[name] for name in sorted(self.outcomes)))
 
 
 def _with_timings(outcome: NotebookOutcome, run_dir: Path, starts: Path) -> NotebookOutcome:
@@ -169,21 +229,14 @@ def _slowest_cells(executed: Path, count: int = SLOWEST_CELLS) -> tuple[dict[str
     return tuple(sorted(timed, key=lambda c: -c["seconds"])[:count])
 
 
-def _execute_one(
-    path: Path,
-    run_dir: Path,
-    parameters: dict[str, Any],
-    kernel_name: str,
-    cwd: Path | None,
-    cell_timeout_s: float | None,
-    kernel_manager: type,
-) -> NotebookOutcome:
+def _execute_one(path: Path, run_dir: Path, execution: _Execution, kernel_manager: type) -> NotebookOutcome:
     import papermill
     from nbclient.exceptions import CellTimeoutError
 
     executed = run_dir / path.name
     accepted = set(papermill.inspect_notebook(str(path)))
-    params = {k: v for k, v in parameters.items() if k in accepted}
+    params = {k: v for k, v in execution.parameters.items() if k in accepted}
+    cell_timeout_s = execution.cell_timeout_s
     start = time.perf_counter()
     failed_cell: int | None = None
     error: str | None = None
@@ -192,8 +245,8 @@ def _execute_one(
             str(path),
             str(executed),
             parameters=params,
-            kernel_name=kernel_name,
-            cwd=str(cwd or path.parent),
+            kernel_name=execution.kernel_name,
+            cwd=str(execution.cwd or path.parent),
             progress_bar=False,
             log_output=False,
             execution_timeout=cell_timeout_s,
@@ -213,8 +266,9 @@ def _execute_one(
     return NotebookOutcome(path.name, error is None, round(seconds, 2), executed.name, html_name, failed_cell, error)
 
 
-def _ipc_kernel_manager(socket_dir: Path) -> type:
-    """A kernel manager that talks to its kernel over Unix sockets in a private folder, not TCP.
+def _ipc_kernel_manager(socket_dir: Path, env: dict[str, str]) -> type:
+    """A kernel manager that talks to its kernel over Unix sockets in a private folder, not TCP, and starts it
+    with `env` (not this process's environment, which two lanes would race to change).
 
     jupyter_client's default binds the kernel's five channels to TCP ports on 127.0.0.1, where any local
     user can reach them, and ipykernel warns about it once per notebook ("Kernel is running over TCP
@@ -226,6 +280,9 @@ def _ipc_kernel_manager(socket_dir: Path) -> type:
     class IpcKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**{**kwargs, "transport": "ipc", "ip": str(socket_dir / "kernel")})
+
+        async def _async_pre_start_kernel(self, **kw: Any):
+            return await super()._async_pre_start_kernel(**{**kw, "env": dict(env)})
 
     return IpcKernelManager
 
@@ -267,7 +324,7 @@ def _to_html(executed: Path) -> str:
 
 
 def _write_summary(report: RunReport) -> None:
-    data = {
+    data = RUN_KIND.stamp() | {
         "ok": report.ok,
         "seconds": round(sum(o.seconds for o in report.outcomes), 2),
         "server_starts": sum(len(o.servers) for o in report.outcomes),

@@ -23,9 +23,13 @@ def _stacked(table: pd.DataFrame, label: str, title: str) -> go.Figure:
         ]
     )
     fig.update_layout(
-        title=title, barmode="stack", height=max(300, 26 * len(rows) + 140), xaxis_title="findings",
-        legend={"orientation": "h", "y": -0.15}, margin={"l": 10},
-    )  # fmt: skip
+        title=title,
+        barmode="stack",
+        height=max(300, 26 * len(rows) + 140),
+        xaxis_title="findings",
+        legend={"orientation": "h", "y": -0.15},
+        margin={"l": 10},
+    )
     return fig
 
 

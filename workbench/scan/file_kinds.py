@@ -20,6 +20,8 @@ class FileKind(str, enum.Enum):
     CMAKE = "cmake"
     MAKEFILE = "makefile"
     BINARY_LIBRARY = "binary_library"  # compiled extensions: searched for the CUDA libraries they name
+    TEMPLATE = "template"  # Go templates of Helm charts (.tpl): the same rules as configuration
+    TERRAFORM = "terraform"  # .tf / .tfvars / .hcl: node pools, images and resources of the cluster
 
     @property
     def is_text(self) -> bool:
@@ -36,6 +38,8 @@ _SUFFIXES: dict[str, FileKind] = {
     **dict.fromkeys((".sh", ".bash", ".zsh", ".ksh"), FileKind.SHELL),
     **dict.fromkeys((".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf", ".env"), FileKind.CONFIG),
     ".cmake": FileKind.CMAKE,
+    **dict.fromkeys((".tpl", ".gotmpl"), FileKind.TEMPLATE),
+    **dict.fromkeys((".tf", ".tfvars", ".hcl"), FileKind.TERRAFORM),
     ".mk": FileKind.MAKEFILE,
     **dict.fromkeys((".so", ".pyd", ".dll", ".dylib"), FileKind.BINARY_LIBRARY),
 }

@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import mmap
+import os
 from dataclasses import dataclass
 
 from workbench.scan import catalog
 from workbench.scan.file_kinds import FileKind
 from workbench.scan.findings import FileResult, Hit, ProblemKind, ScanProblem
+from workbench.scan.placement import tier_of
 from workbench.scan.python_rules import python_hits
 from workbench.scan.rule_ids import Rule
 from workbench.scan.text_rules import text_hits
@@ -35,6 +37,13 @@ class Candidate:
 class FileScanSettings:
     npu_names: frozenset[str]
     max_text_bytes: int
+    roots: tuple[str, ...] = ()  # the paths given: a file's tier is read from its path below them
+
+    def relative(self, path: str) -> str:
+        for root in self.roots:
+            if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+                return os.path.relpath(path, root) if path != root else os.path.basename(path)
+        return path
 
 
 def _problem(path: str, kind: ProblemKind, message: str, line: int | None = None) -> FileResult:
@@ -121,20 +130,22 @@ def _scan_text(candidate: Candidate, settings: FileScanSettings) -> FileResult:
         data = handle.read()
     if b"\0" in data[:_SNIFF_BYTES]:
         return _problem(path, ProblemKind.BINARY, f"binary content in a {kind.value} file; not scanned")
-    if kind is FileKind.PYTHON:
-        return _python(path, data, settings)
     text, problems = _decode(path, data)
+    tier = tier_of(settings.relative(path), kind, text).value
+    if kind is FileKind.PYTHON:
+        return dataclasses.replace(_python(path, data, settings), tier=tier)
     if kind is FileKind.NOTEBOOK:
         result = _notebook(path, text, settings)
-        return dataclasses.replace(result, problems=problems + result.problems)
-    return FileResult(path, tuple(text_hits(path, kind, text)), problems)
+        return dataclasses.replace(result, problems=problems + result.problems, tier=tier)
+    return FileResult(path, tuple(text_hits(path, kind, text)), problems, tier=tier)
 
 
 def scan_file(candidate: Candidate, settings: FileScanSettings) -> FileResult:
     """Hits and problems of one file; never raises (a rule that raises is reported as an internal error)."""
     try:
         if candidate.kind is FileKind.BINARY_LIBRARY:
-            result = FileResult(candidate.path, tuple(_library_hits(candidate.path, candidate.size)))
+            tier = tier_of(settings.relative(candidate.path), candidate.kind, None).value
+            result = FileResult(candidate.path, tuple(_library_hits(candidate.path, candidate.size)), tier=tier)
         else:
             result = _scan_text(candidate, settings)
     except OSError as exc:

@@ -102,10 +102,12 @@ class Finding:
     severity: Severity
     verify: str
     detail: str = ""
+    tier: str = "ships_with"  # where the file runs (workbench.scan.placement.Tier), engine first
 
     def as_row(self) -> dict[str, object]:
         """A flat record for tables, JSON and CSV (enums as their values)."""
         return {
+            "tier": self.tier,
             "file": self.file,
             "line": self.line,
             "column": self.column,
@@ -140,3 +142,4 @@ class FileResult:
     hits: tuple[Hit, ...] = ()
     problems: tuple[ScanProblem, ...] = ()
     scanned: bool = True
+    tier: str = "ships_with"

@@ -21,9 +21,17 @@ from workbench.scan.rule_ids import Rule
 _EXCERPT_CHARS = 160
 _DEVICE_KWARGS = frozenset({"device", "map_location", "device_map", "device_id", "device_type"})
 _AMP_CALLS = frozenset(
-    {"torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler", "torch.amp.custom_fwd", "torch.amp.custom_bwd",
-     "torch.amp.autocast_mode.autocast", "torch.get_autocast_dtype", "torch.is_autocast_enabled"}
-)  # fmt: skip
+    {
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.amp.GradScaler",
+        "torch.amp.custom_fwd",
+        "torch.amp.custom_bwd",
+        "torch.amp.autocast_mode.autocast",
+        "torch.get_autocast_dtype",
+        "torch.is_autocast_enabled",
+    }
+)
 _PROCESS_GROUP_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 _IMPORT_CALLS = frozenset({"importlib.import_module", "importlib.__import__"})
 _SPEC_CALLS = frozenset({"importlib.util.find_spec", "pkgutil.find_loader", "importlib.find_loader"})

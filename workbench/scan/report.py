@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.scan.findings import Category, Finding, ScanProblem, Severity
+from workbench.scan.placement import Tier
 
 if TYPE_CHECKING:
     import pandas as pd
 
 SEVERITY_ORDER = sorted(Severity, key=lambda s: s.rank)  # blocks, unknown, change, works
 FINDING_COLUMNS = [
+    "tier",
     "file",
     "line",
     "column",
@@ -38,6 +40,7 @@ class ScanReport:
     jobs: int
     mapping: str  # the mapping table the findings were joined with
     complete: bool = True  # False when the scan was interrupted: what is here was scanned
+    not_scanned: tuple[tuple[str, str], ...] = ()  # (file, reason): every file the scan did not read, named
 
     # -- counts (plain Python, so the CLI and JSON need no pandas) ---------------------------------
     def severity_counts(self) -> dict[str, int]:
@@ -55,19 +58,43 @@ class ScanReport:
         ]
         return sorted(table, key=lambda r: (-r["blocks"], -r["findings"], r["category"]))
 
+    def tier_counts(self) -> list[dict[str, Any]]:
+        """One row per tier (engine first): findings, files and per severity."""
+        rows = []
+        for tier in Tier:
+            found = [f for f in self.findings if f.tier == tier.value]
+            if found:
+                counts = collections.Counter(f.severity for f in found)
+                rows.append(
+                    {
+                        "tier": tier.value,
+                        "findings": len(found),
+                        "files": len({f.file for f in found}),
+                        **{s.value: counts[s] for s in SEVERITY_ORDER},
+                    }
+                )
+        return rows
+
     def file_counts(self) -> list[dict[str, Any]]:
         """One row per file: total, per severity, and its categories."""
         rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         categories: dict[str, set[str]] = collections.defaultdict(set)
+        tiers: dict[str, str] = {}
         for finding in self.findings:
             rows[finding.file][finding.severity] += 1
             categories[finding.file].add(finding.category.value)
+            tiers[finding.file] = finding.tier
         table = [
-            {"file": f, "findings": sum(n.values()), **{s.value: n[s] for s in SEVERITY_ORDER},
-             "categories": ", ".join(sorted(categories[f]))}
+            {
+                "tier": tiers[f],
+                "file": f,
+                "findings": sum(n.values()),
+                **{s.value: n[s] for s in SEVERITY_ORDER},
+                "categories": ", ".join(sorted(categories[f])),
+            }
             for f, n in rows.items()
-        ]  # fmt: skip
-        return sorted(table, key=lambda r: (-r["blocks"], -r["findings"], r["file"]))
+        ]
+        return sorted(table, key=lambda r: (Tier(r["tier"]).rank, -r["blocks"], -r["findings"], r["file"]))
 
     def rule_counts(self) -> list[dict[str, Any]]:
         """One row per rule seen: count, files, and the mapping's counterpart and verify step."""
@@ -79,10 +106,17 @@ class ScanReport:
             counts[finding.rule] += 1
             files[finding.rule].add(finding.file)
         table = [
-            {"rule": r, "category": first[r].category.value, "severity": first[r].severity.value, "findings": n,
-             "files": len(files[r]), "counterpart": first[r].counterpart, "verify": first[r].verify}
+            {
+                "rule": r,
+                "category": first[r].category.value,
+                "severity": first[r].severity.value,
+                "findings": n,
+                "files": len(files[r]),
+                "counterpart": first[r].counterpart,
+                "verify": first[r].verify,
+            }
             for r, n in counts.items()
-        ]  # fmt: skip
+        ]
         return sorted(table, key=lambda r: (Severity(r["severity"]).rank, -r["findings"], r["rule"]))
 
     def problem_counts(self) -> dict[str, int]:
@@ -100,9 +134,11 @@ class ScanReport:
             "by_severity": self.severity_counts(),
             "by_category": self.category_counts(),
             "by_rule": [{k: r[k] for k in ("rule", "findings", "files")} for r in self.rule_counts()],
+            "by_tier": self.tier_counts(),
             "by_file": self.file_counts(),
             "problems": self.problem_counts(),
             "skipped": dict(self.skipped),
+            "not_scanned": [{"file": f, "reason": r} for f, r in self.not_scanned],
         }
 
     def headline(self) -> str:
@@ -131,8 +167,19 @@ class ScanReport:
     def by_file(self) -> pd.DataFrame:
         import pandas as pd
 
-        columns = ["file", "findings", *(s.value for s in SEVERITY_ORDER), "categories"]
+        columns = ["tier", "file", "findings", *(s.value for s in SEVERITY_ORDER), "categories"]
         return pd.DataFrame(self.file_counts(), columns=columns)
+
+    def by_tier(self) -> pd.DataFrame:
+        import pandas as pd
+
+        columns = ["tier", "findings", "files", *(s.value for s in SEVERITY_ORDER)]
+        return pd.DataFrame(self.tier_counts(), columns=columns)
+
+    def not_scanned_table(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(list(self.not_scanned), columns=["file", "reason"])
 
     def by_rule(self) -> pd.DataFrame:
         import pandas as pd
@@ -142,7 +189,7 @@ class ScanReport:
 
     def findings_by_file(self) -> pd.DataFrame:
         """The findings indexed by (file, line), the way a reviewer walks a code base."""
-        columns = ["rule", "severity", "excerpt", "counterpart", "verify", "detail"]
+        columns = ["tier", "rule", "severity", "excerpt", "counterpart", "verify", "detail"]
         return self.table().set_index(["file", "line"])[columns]
 
     def problems_table(self) -> pd.DataFrame:

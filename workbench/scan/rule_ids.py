@@ -77,6 +77,11 @@ class Rule(str, enum.Enum):
     DOCKER_CUDA_BASE = "docker.cuda_base"
     DOCKER_GPU_RUNTIME = "docker.gpu_runtime"
     K8S_GPU_RESOURCE = "k8s.gpu_resource"
+    # the orchestration layer: runtime classes, GPU sharing, KV-cache layers and transports
+    K8S_RUNTIME_CLASS = "k8s.runtime_class"
+    K8S_GPU_SHARING = "k8s.gpu_sharing"
+    KV_CACHE_CUDA_IMAGE = "kv_cache.cuda_image"
+    TRANSPORT_CUDA = "transport.cuda"
     # native code
     NATIVE_CUDA_SOURCE = "native.cuda_source"
     NATIVE_CUDA_API = "native.cuda_api"

@@ -8,6 +8,7 @@ than it saves. An interruption (Ctrl-C) returns what was scanned so far, marked 
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import time
@@ -20,6 +21,7 @@ from workbench.errors import WorkbenchError
 from workbench.scan.file_scan import Candidate, FileScanSettings, scan_chunk
 from workbench.scan.findings import FileResult
 from workbench.scan.mapping import load_mapping
+from workbench.scan.placement import Tier
 from workbench.scan.report import ScanReport
 from workbench.scan.walker import WalkOptions, walk
 
@@ -102,7 +104,7 @@ def scan(paths: Sequence[str | Path], options: ScanOptions | None = None) -> Sca
     targets = _existing(paths)
     started = time.perf_counter()
     walked = walk(targets, options.walk)
-    settings = FileScanSettings(mapping.npu_names, int(options.max_file_mib * 2**20))
+    settings = FileScanSettings(mapping.npu_names, int(options.max_file_mib * 2**20), tuple(targets))
     jobs = min(options.jobs or available_cpus(), max(1, len(walked.candidates)))
     with tqdm(total=len(walked.candidates), desc="scan", unit="file", disable=not options.progress) as bar:
         if jobs > 1 and len(walked.candidates) >= PARALLEL_FROM_FILES:
@@ -111,8 +113,8 @@ def scan(paths: Sequence[str | Path], options: ScanOptions | None = None) -> Sca
             jobs = 1
             results, complete = _scan_serial(walked.candidates, settings, bar)
     findings = sorted(
-        (mapping.finding(hit) for result in results for hit in result.hits),
-        key=lambda f: (f.file, f.line or 0, f.column or 0, f.rule),
+        (dataclasses.replace(mapping.finding(hit), tier=result.tier) for result in results for hit in result.hits),
+        key=lambda f: (Tier(f.tier).rank, f.file, f.line or 0, f.column or 0, f.rule),
     )
     problems = sorted(walked.problems + tuple(p for r in results for p in r.problems), key=lambda p: p.path)
     return ScanReport(
@@ -125,4 +127,5 @@ def scan(paths: Sequence[str | Path], options: ScanOptions | None = None) -> Sca
         jobs=jobs,
         mapping=str(mapping.source or options.mapping or ""),
         complete=complete,
+        not_scanned=walked.skipped_files,
     )

@@ -32,6 +32,8 @@ def render(report: ScanReport, files: int = 20, list_findings: bool = False) -> 
     lines += ["Severity (docs/METHOD.md §1):"]
     lines += [f"  {s.value:<8} {report.severity_counts()[s.value]:>6}  {s.meaning}" for s in SEVERITY_ORDER]
     if report.findings:
+        lines += ["", "By where it runs (the engine container first; docs/METHOD.md §1):"]
+        lines += _table(report.tier_counts(), ["tier", "findings", "files", *_SEVERITIES])
         lines += ["", "By category:", *_table(report.category_counts(), ["category", "findings", *_SEVERITIES])]
         lines += ["", "By rule (counterpart on Ascend, and the step that verifies it):"]
         lines += _table(
@@ -41,13 +43,14 @@ def render(report: ScanReport, files: int = 20, list_findings: bool = False) -> 
         )
         shown = report.file_counts() if files == 0 else report.file_counts()[:files]
         lines += ["", f"By file ({len(shown)} of {len(report.file_counts())}, most work first):"]
-        lines += _table(shown, ["file", "findings", *_SEVERITIES, "categories"], {"categories": 60})
+        lines += _table(shown, ["tier", "file", "findings", *_SEVERITIES, "categories"], {"categories": 60})
     if list_findings:
         lines += ["", "Findings:"]
         for f in report.findings:
             where = f"{f.file}:{f.line}" if f.line is not None else f.file
             lines.append(
-                f"  {where}  [{f.severity.value}] {f.rule}  {f.excerpt}" + (f"  ({f.detail})" if f.detail else "")
+                f"  {f.tier:<10} {where}  [{f.severity.value}] {f.rule}  {f.excerpt}"
+                + (f"  ({f.detail})" if f.detail else "")
             )
     if report.problems:
         lines += ["", f"Scan problems ({len(report.problems)}; these files were not, or not fully, scanned):"]
@@ -59,4 +62,8 @@ def render(report: ScanReport, files: int = 20, list_findings: bool = False) -> 
             lines.append(f"  ... and {len(report.problems) - 20} more (all of them are in the JSON file)")
     if report.skipped:
         lines += ["", "Not scanned: " + "; ".join(f"{n} {reason}" for reason, n in report.skipped)]
+        named = [(f, r) for f, r in report.not_scanned if not r.startswith("ignored directory")]
+        lines += [f"  {f}  ({r})" for f, r in named[:20]]
+        if len(named) > 20:
+            lines.append(f"  ... and {len(named) - 20} more (all of them are in the JSON file)")
     return "\n".join(lines)

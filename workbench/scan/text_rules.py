@@ -26,7 +26,19 @@ _GPU_RUNTIME_RE = re.compile(
     r"|nvidia-docker|capabilities:\s*\[\s*[\"']?gpu"
 )
 _SIMPLE: tuple[tuple[re.Pattern[str], Rule], ...] = (
-    (re.compile(r"nvidia\.com/gpu"), Rule.K8S_GPU_RESOURCE),
+    (re.compile(r"nvidia\.com/gpu(?![\w.-])"), Rule.K8S_GPU_RESOURCE),
+    (re.compile(r"runtimeClassName:\s*[\"']?nvidia\b"), Rule.K8S_RUNTIME_CLASS),
+    # MIG slices, HAMi's memory and core shares, time-sliced GPUs
+    (re.compile(r"nvidia\.com/(?:mig-[\w.-]+|gpumem(?:-percentage)?|gpucores|gpu\.shared)"), Rule.K8S_GPU_SHARING),
+    (re.compile(r"(?:docker\.io/)?lmcache/vllm-openai[\w.:-]*"), Rule.KV_CACHE_CUDA_IMAGE),
+    # UCX's CUDA transports (cuda_copy, cuda_ipc, gdr_copy) and KV buffers placed on the GPU (NIXL, connectors)
+    (
+        re.compile(
+            r"UCX_TLS\W+[^\n]*\b(?:cuda\w*|gdr_copy)|(?:nixlBufferDevice|kv_buffer_device)[\"']?\s*[:=]\s*[\"']?cuda",
+            re.I,
+        ),
+        Rule.TRANSPORT_CUDA,
+    ),
     (re.compile(r"\bnvidia-smi\b"), Rule.TOOL_NVIDIA_SMI),
     (re.compile(r"(?<![\w/.-])(?:\S*/)?nvcc\b"), Rule.NATIVE_CUDA_BUILD),
     (re.compile(r"/usr/local/cuda\b"), Rule.ENV_CUDA_TOOLKIT),
@@ -34,8 +46,24 @@ _SIMPLE: tuple[tuple[re.Pattern[str], Rule], ...] = (
     (re.compile(r"\+cu\d{2,3}\b|download\.pytorch\.org/whl/cu\d+|/whl/cu\d{2,3}\b"), Rule.DEPS_CUDA_WHEEL),
 )
 _PIP_INSTALL_RE = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba)\s+install\s+(.*)")
-_OPTIONS_WITH_VALUE = frozenset({"-r", "-c", "-i", "-f", "-e", "--index-url", "--extra-index-url", "--find-links",
-                                 "--requirement", "--constraint", "--editable", "--channel", "--target", "-t"})  # fmt: skip
+_OPTIONS_WITH_VALUE = frozenset(
+    {
+        "-r",
+        "-c",
+        "-i",
+        "-f",
+        "-e",
+        "--index-url",
+        "--extra-index-url",
+        "--find-links",
+        "--requirement",
+        "--constraint",
+        "--editable",
+        "--channel",
+        "--target",
+        "-t",
+    }
+)
 _REQUIREMENT_NAME = re.compile(r"[\"']?([A-Za-z0-9][A-Za-z0-9._-]*)")
 _FROM_RE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.I)
 _KERNEL_RE = re.compile(r"__global__\s+(?:\w+\s+)*?(\w+)\s*\(")
@@ -153,14 +181,23 @@ def _pattern(regex: re.Pattern[str], rule: Rule) -> Finder:
 
 _FINDERS: dict[FileKind, tuple[Finder, ...]] = {
     FileKind.SHELL: (_env_names, _options, _simple, _images, _pip_installs),
-    FileKind.MAKEFILE: (_env_names, _options, _simple, _images, _pip_installs, _pattern(_CMAKE_CUDA_RE, Rule.NATIVE_CUDA_BUILD)),
+    FileKind.MAKEFILE: (
+        _env_names,
+        _options,
+        _simple,
+        _images,
+        _pip_installs,
+        _pattern(_CMAKE_CUDA_RE, Rule.NATIVE_CUDA_BUILD),
+    ),
     FileKind.CONFIG: (_env_names, _options, _simple, _images),
+    FileKind.TEMPLATE: (_env_names, _options, _simple, _images),
+    FileKind.TERRAFORM: (_env_names, _options, _simple, _images),
     FileKind.DOCKERFILE: (_from_line, _env_names, _options, _simple, _images, _pip_installs),
     FileKind.REQUIREMENTS: (_requirements, _simple),
     FileKind.CMAKE: (_env_names, _simple, _pattern(_CMAKE_CUDA_RE, Rule.NATIVE_CUDA_BUILD)),
     FileKind.CPP: (_pattern(_CUDA_API_RE, Rule.NATIVE_CUDA_API), _pattern(_CUDA_DISPATCH_RE, Rule.EXT_CUDA_DISPATCH)),
     FileKind.CUDA_SOURCE: (_kernels, _pattern(_CUDA_DISPATCH_RE, Rule.EXT_CUDA_DISPATCH)),
-}  # fmt: skip
+}
 _COMMENTS: dict[FileKind, tuple[str, ...]] = {
     FileKind.CPP: ("//", "/*", "*"),
     FileKind.CUDA_SOURCE: ("//", "/*", "*"),

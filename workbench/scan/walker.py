@@ -25,9 +25,24 @@ from workbench.scan.file_scan import Candidate
 from workbench.scan.findings import ProblemKind, ScanProblem
 
 DEFAULT_IGNORES: tuple[str, ...] = (
-    ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", ".ipynb_checkpoints", "node_modules", ".eggs", "*.egg-info", ".idea", ".vscode",
-)  # fmt: skip
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".ipynb_checkpoints",
+    "node_modules",
+    ".eggs",
+    "*.egg-info",
+    ".idea",
+    ".vscode",
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,7 @@ class WalkResult:
     candidates: tuple[Candidate, ...]
     problems: tuple[ScanProblem, ...]
     skipped: tuple[tuple[str, int], ...]  # (reason, count), most frequent first
+    skipped_files: tuple[tuple[str, str], ...] = ()  # (file, reason) for every file not read, named
 
 
 class _Walk:
@@ -52,8 +68,13 @@ class _Walk:
         self.candidates: list[Candidate] = []
         self.problems: list[ScanProblem] = []
         self.skipped: collections.Counter[str] = collections.Counter()
+        self.skipped_files: list[tuple[str, str]] = []
         self.seen_files: set[tuple[int, int]] = set()
         self.seen_dirs: set[tuple[int, int]] = set()
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped[reason] += 1
+        self.skipped_files.append((path, reason))
 
     def ignored(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.options.ignore)
@@ -61,14 +82,14 @@ class _Walk:
     def add_file(self, path: str, stat: os.stat_result) -> None:
         key = (stat.st_dev, stat.st_ino)
         if key in self.seen_files:
-            self.skipped["reached twice (link)"] += 1
+            self.skip(path, "reached twice (link)")
             return
         self.seen_files.add(key)
         kind = kind_of(os.path.basename(path))
         if kind is None and "." not in os.path.basename(path):
             kind = self._sniff(path)
         if kind is None:
-            self.skipped["not a kind the scan reads"] += 1
+            self.skip(path, "not a kind the scan reads")
         else:
             self.candidates.append(Candidate(path, kind, stat.st_size))
 
@@ -94,11 +115,11 @@ class _Walk:
 
     def entry(self, entry: os.DirEntry, ancestors, stack) -> None:
         if self.ignored(entry.name):
-            self.skipped[f"ignored directory ({entry.name})" if entry.is_dir() else "ignored file name"] += 1
+            self.skip(entry.path, f"ignored directory ({entry.name})" if entry.is_dir() else "ignored file name")
             return
         link = entry.is_symlink()
         if link and not self.options.follow_symlinks:
-            self.skipped["symbolic link (not followed)"] += 1
+            self.skip(entry.path, "symbolic link (not followed)")
             return
         try:
             stat = os.stat(entry.path)  # follows links
@@ -115,9 +136,9 @@ class _Walk:
             message = f"links back to its own ancestor ({target}); not followed"
             self.problems.append(ScanProblem(entry.path, ProblemKind.SYMLINK_LOOP, message))
         elif key in self.seen_dirs:
-            self.skipped["reached twice (link)"] += 1
+            self.skip(entry.path, "reached twice (link)")
         elif self.options.skip_virtualenvs and os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
-            self.skipped[f"virtual environment ({entry.name})"] += 1
+            self.skip(entry.path, f"virtual environment ({entry.name})")
         else:
             self.seen_dirs.add(key)
             stack.append((entry.path, ancestors | {key}))
@@ -148,4 +169,6 @@ def walk(paths: Sequence[str], options: WalkOptions = WalkOptions()) -> WalkResu
             state.walk_dir(path, stat)
         else:
             state.add_file(path, stat)
-    return WalkResult(tuple(state.candidates), tuple(state.problems), tuple(state.skipped.most_common()))
+    return WalkResult(
+        tuple(state.candidates), tuple(state.problems), tuple(state.skipped.most_common()), tuple(state.skipped_files)
+    )

@@ -92,64 +92,24 @@ def settings_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.evaluate.api import (
-        default_out_dir,
-        evaluate_target,
-        load_dataset,
-        load_thresholds,
-        read_run,
-        target_for,
-    )
+    from workbench.evaluate.api import EvaluateRequest, run_evaluate
     from workbench.recipes import load_serving_recipe
 
-    settings = settings_from_args(args)
-    datasets = [load_dataset(name) for name in args.dataset]  # a malformed file fails before any server starts
-    thresholds = load_thresholds(args.thresholds)
-    if args.reference is not None:
-        read_run(args.reference)
-    if args.limit is not None and args.limit < 1:
-        raise WorkbenchError(f"--limit {args.limit}: give a positive number of problems (or leave it out for all)")
+    request = EvaluateRequest(
+        tuple(args.dataset),
+        out=args.out,
+        limit=args.limit,
+        reference=args.reference,
+        thresholds=args.thresholds,
+        settings=settings_from_args(args),
+        tokenizer=args.tokenizer,
+    )
     if args.url:
         require_listening(args.url)
     recipe = load_serving_recipe(args.recipe) if args.recipe else None
     with server_from_args(args) as server:
-        target = target_for(server, recipe)
-        out = args.out or default_out_dir(target)
-        evaluate_target(
-            target,
-            datasets,
-            out,
-            limit=args.limit,
-            settings=settings,
-            tokenizer_dir=args.tokenizer,
-            progress=not args.no_progress,
-        )
-    return report(out, args.reference, thresholds, args.json)
-
-
-def report(out: Path, reference: Path | None, thresholds, json_out: Path | None) -> int:
-    """Print the run's summary (and the comparison with `reference`), write summary.json; the exit code."""
-    from workbench.evaluate.api import compare_runs, summarize_run, write_summary
-
-    summaries = summarize_run(out)
-    for summary in summaries.values():
-        row = summary.row()
-        print(
-            f"{row['dataset']:>12s} on {row['model']}: NLL {row['nll_mean']:.4f} nats/token over "
-            f"{row['nll_tokens']} tokens ({row['nll_problems']} problems), {row['completions']} completions, "
-            f"pass@1 {row['passed']}/{row['executed']}, {row['errors']} failed requests"
-        )
-    comparison = compare_runs(reference, out, thresholds) if reference is not None else None
-    if comparison is not None:
-        print(comparison.text())
-    path = write_summary(out, comparison)
-    print(f"results: {out}  summary: {path}")
-    if json_out:
-        write_text(json_out, path.read_text(encoding="utf-8"))
-    failed_requests = any(summary.errors for summary in summaries.values())
-    return (
-        1
-        if failed_requests
-        or (comparison is not None and comparison.verdict is not None and comparison.verdict.value == "error")
-        else 0
-    )
+        result = run_evaluate(request, server, recipe, progress=not args.no_progress)
+    print(result.text())
+    if args.json:
+        write_text(args.json, result.summary_path.read_text(encoding="utf-8"))
+    return 1 if result.failed else 0

@@ -68,9 +68,14 @@ def run(args: argparse.Namespace) -> int:
         stack = read_stack(args.stack)
     if args.checkpoint is not None:
         return run_checkpoint(args, stack)
+    from workbench.deploy.api import lint_reader  # deployment files (manifests, compose, --config, Dockerfiles)
+
+    readers = (lint_reader,)
     try:
-        report = lint_source(args.source, release=args.release, stack=stack, stack_source=str(args.stack))
-        upgrade = lint_upgrade(args.source, args.release, args.to, stack=stack) if args.to else None
+        report = lint_source(
+            args.source, release=args.release, stack=stack, stack_source=str(args.stack), readers=readers
+        )
+        upgrade = lint_upgrade(args.source, args.release, args.to, readers=readers, stack=stack) if args.to else None
     except LintInputError as exc:
         print(f"ascend-workbench lint: {exc}", file=sys.stderr)
         return 2

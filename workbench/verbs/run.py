@@ -8,13 +8,13 @@ from pathlib import Path
 
 import yaml
 
-from workbench import settings
 from workbench.errors import WorkbenchError
 
 HELP = "execute all notebooks headless (papermill) into runs/notebooks/<UTC stamp>/ with HTML and index.html"
 DESCRIPTION = (
-    "Execute the guided notebooks in order with their default parameters (the embedded "
-    "default: tiny model, CPU). Writes executed notebooks, HTML and index.html; exits 1 if any cell fails."
+    "Execute the guided notebooks with their default parameters (the embedded default: tiny model, CPU), "
+    "two at a time on two cores, longest first by the last run's times. Writes executed notebooks, HTML, "
+    "index.html and summary.json; exits 1 if any cell fails."
 )
 
 
@@ -43,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop a cell that runs longer and fail its notebook (default 1800; 0 = no limit)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="notebooks at once, each in its own kernel (default 2 on two cores or more, else 1)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -57,28 +64,22 @@ def _parse_parameters(items: list[str]) -> dict[str, object]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from workbench.run.api import discover, run_notebooks
-
-    notebooks = discover(args.notebooks or settings.notebooks_dir(), args.only)
-    run_dir = settings.run_dir("notebooks", fresh=True, root=args.out)
-    print(f"running {len(notebooks)} notebook(s) into {run_dir}")
-    from workbench.run.api import DEFAULT_CELL_TIMEOUT_S
+    from workbench.run.api import DEFAULT_CELL_TIMEOUT_S, RunRequest, run_main_job
 
     timeout = DEFAULT_CELL_TIMEOUT_S if args.cell_timeout is None else (args.cell_timeout or None)
     if timeout is not None and timeout < 0:
         raise WorkbenchError(f"--cell-timeout {args.cell_timeout:g}: give a number of seconds, or 0 for no limit")
-    report = run_notebooks(
-        notebooks,
-        run_dir,
-        _parse_parameters(args.parameter),
-        args.kernel,
-        cwd=settings.REPO_ROOT,
-        cell_timeout_s=timeout,
+    jobs = {} if args.jobs is None else {"jobs": args.jobs}
+    request = RunRequest(
+        args.notebooks, args.out, tuple(args.only), _parse_parameters(args.parameter), args.kernel, timeout, **jobs
+    )
+    report = run_main_job(
+        request, on_start=lambda paths, run_dir: print(f"running {len(paths)} notebook(s) into {run_dir}")
     )
     for o in report.outcomes:
         status = "ok" if o.ok else f"FAILED at cell {o.failed_cell}: {o.error}"
         print(f"  {o.notebook:40s} {o.seconds:7.1f} s  {status}")
-    print(f"report: {run_dir / 'index.html'}")
+    print(f"report: {report.run_dir / 'index.html'}")
     if not report.ok:
         names = ", ".join(f"{o.notebook} (cell {o.failed_cell})" for o in report.failures())
         print(f"failed: {names}", file=sys.stderr)

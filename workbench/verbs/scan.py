@@ -19,7 +19,9 @@ DESCRIPTION = (
     "files, Dockerfiles, CMake, C/C++ and .cu sources by line rules) for what ties them to CUDA. Each "
     "finding carries its Ascend counterpart, a severity (works under transfer_to_npu / needs a change / "
     "blocks / unknown) and the workbench step that verifies it, from policy/scan/cuda-mapping.yaml. "
-    "Nothing scanned is imported or executed (docs/METHOD.md §1)."
+    "Findings are ranked by where they run: the engine container's files first, then what ships with it, "
+    "then build, CI, tests and lock files; Helm templates (.tpl) and Terraform are read, and every file not "
+    "read is named. Nothing scanned is imported or executed (docs/METHOD.md §1)."
 )
 
 
@@ -61,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--list", action="store_true", help="also print every finding")
     add_no_progress(parser)
-    parser.set_defaults(handler=handle)  # fmt: skip
+    parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "accuracy",
                 "backend",
                 "bisect",
+                "deploy",
                 "embedded_models",
                 "envcheck",
                 "evaluate",

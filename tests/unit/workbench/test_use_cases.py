@@ -21,6 +21,7 @@ from tests.conftest import REPO_ROOT
 USE_CASES = [
     ("bisect", "06_feature_enabling.ipynb", "workbench.bisect.api", "run_bisect", "BisectRequest"),
     ("compare_ops", "04_op_accuracy.ipynb", "workbench.accuracy.api", "run_compare_ops", "CompareOpsRequest"),
+    ("import_", "00_cuda_scan.ipynb", "workbench.deploy.api", "run_import", "ImportRequest"),
     ("twin", "11_twin_runs.ipynb", "workbench.twin.api", "run_twin", "TwinRequest"),
     ("twin", "08_profiling.ipynb", "workbench.twin.api", "run_perf_twin", "PerfTwinRequest"),
 ]

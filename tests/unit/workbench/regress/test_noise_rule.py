@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from workbench.regress.compare import Finding, MetricComparison, judge
+from workbench.regress.compare import Change, MetricComparison, judge
 from workbench.regress.thresholds import Better, load_thresholds
 
 HIGHER, LOWER = Better.HIGHER, Better.LOWER
@@ -19,36 +19,36 @@ def rule(baseline, current, better=HIGHER, threshold=0.05, min_repeats=2):
 
 def test_noise_larger_than_the_threshold_raises_no_alarm():
     # +-10% run-to-run on both sides, medians 7% apart: beyond 5% but inside the spread
-    assert rule([100, 110, 90, 105, 95], [93, 103, 84, 98, 88]) is Finding.NOISE
+    assert rule([100, 110, 90, 105, 95], [93, 103, 84, 98, 88]) is Change.NOISE
 
 
 def test_real_drop_beyond_spread_and_threshold_is_a_regression():
-    assert rule([100, 101, 99], [80, 81, 79]) is Finding.REGRESSION
-    assert rule([50, 51, 49], [70, 69, 71], better=LOWER) is Finding.REGRESSION  # latency up
+    assert rule([100, 101, 99], [80, 81, 79]) is Change.REGRESSION
+    assert rule([50, 51, 49], [70, 69, 71], better=LOWER) is Change.REGRESSION  # latency up
 
 
 def test_the_same_change_in_the_good_direction_is_an_improvement():
-    assert rule([80, 81, 79], [100, 101, 99]) is Finding.IMPROVEMENT
-    assert rule([70, 69, 71], [50, 51, 49], better=LOWER) is Finding.IMPROVEMENT
+    assert rule([80, 81, 79], [100, 101, 99]) is Change.IMPROVEMENT
+    assert rule([70, 69, 71], [50, 51, 49], better=LOWER) is Change.IMPROVEMENT
 
 
 def test_change_within_threshold_is_unchanged_even_when_noise_free():
-    assert rule([100, 100, 100], [96, 96, 96]) is Finding.UNCHANGED
+    assert rule([100, 100, 100], [96, 96, 96]) is Change.UNCHANGED
 
 
 def test_single_run_on_either_side_is_thin_evidence():
-    assert rule([100], [60]) is Finding.THIN
-    assert rule([100, 101, 99], [60]) is Finding.THIN
-    assert rule([100], [99]) is Finding.UNCHANGED  # within the threshold needs no noise estimate
+    assert rule([100], [60]) is Change.THIN
+    assert rule([100, 101, 99], [60]) is Change.THIN
+    assert rule([100], [99]) is Change.UNCHANGED  # within the threshold needs no noise estimate
 
 
 def test_spread_of_the_current_side_also_counts():
     # baseline tight, current all over the place: the median moved 10% but the current spread is 40%
-    assert rule([100, 100.5, 99.5], [70, 90, 110]) is Finding.NOISE
+    assert rule([100, 100.5, 99.5], [70, 90, 110]) is Change.NOISE
 
 
 def test_missing_side():
-    assert rule([], [1.0]) is Finding.MISSING
+    assert rule([], [1.0]) is Change.MISSING
 
 
 def _alarm_rate(drop: float, std: float, repeats: int, trials: int = 2000) -> tuple[float, float]:
@@ -57,7 +57,7 @@ def _alarm_rate(drop: float, std: float, repeats: int, trials: int = 2000) -> tu
     rule_alarms = naive_alarms = 0
     for _ in range(trials):
         base, now = rng.normal(1000, std, repeats), rng.normal(1000 * (1 - drop), std, repeats)
-        rule_alarms += rule(list(base), list(now)) is Finding.REGRESSION
+        rule_alarms += rule(list(base), list(now)) is Change.REGRESSION
         naive_alarms += np.median(now) < 0.95 * np.median(base)
     return rule_alarms / trials, naive_alarms / trials
 
@@ -77,12 +77,12 @@ def test_a_real_drop_is_caught():
 
 def test_comparison_numbers():
     item = MetricComparison(
-        "s", "output_throughput", "tok/s", HIGHER, 0.05, (100.0, 104.0, 96.0), (70.0, 72.0, 68.0), Finding.REGRESSION
+        "s", "output_throughput", "tok/s", HIGHER, 0.05, (100.0, 104.0, 96.0), (70.0, 72.0, 68.0), Change.REGRESSION
     )
     assert item.change == pytest.approx(-0.30) and item.worse
     assert item.spread(item.baseline) == pytest.approx(0.08) and item.spread(item.current) == pytest.approx(0.04)
     assert item.margin == pytest.approx(0.30 / 0.08)
-    single = MetricComparison("s", "m", "m", HIGHER, 0.05, (100.0,), (70.0,), Finding.THIN)
+    single = MetricComparison("s", "m", "m", HIGHER, 0.05, (100.0,), (70.0,), Change.THIN)
     assert single.margin is None and math.isnan(single.spread(single.baseline))
 
 

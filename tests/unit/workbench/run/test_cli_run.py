@@ -105,3 +105,43 @@ def test_the_report_shows_each_notebooks_servers_and_slowest_cells(tmp_path, mon
     assert (summary["server_starts"], summary["server_seconds"]) == (1, 12.5)
     index = (run_dir / "index.html").read_text()
     assert "cpu-tiny TP=2 [abc123]: 12.5 s" in index and "1 server starts took 12 s" in index
+
+
+def test_two_lanes_run_notebooks_side_by_side_each_with_its_own_name(tmp_path, monkeypatch):
+    """With --jobs 2 two kernels run at once (their papermill windows overlap), each starting with its own
+    notebook's name in ASCEND_WORKBENCH_STARTED_BY (set per kernel, never raced through os.environ)."""
+    import nbformat
+
+    monkeypatch.delenv("ASCEND_WORKBENCH_SERVER_STARTS", raising=False)
+    notebooks = tmp_path / "nbs"
+    notebooks.mkdir()
+    wait = "import pathlib, time\nme = pathlib.Path('{}')\nme.touch()\nt = time.time()\nwhile not pathlib.Path('{}').exists() and time.time() - t < 60: time.sleep(0.1)\nassert pathlib.Path('{}').exists()"
+    a, b = tmp_path / "a.flag", tmp_path / "b.flag"
+    check = "import os\nassert os.environ['ASCEND_WORKBENCH_STARTED_BY'] == '{}'"
+    _notebook(notebooks / "0_a.ipynb", check.format("0_a.ipynb"), wait.format(a, b, b))
+    _notebook(notebooks / "1_b.ipynb", check.format("1_b.ipynb"), wait.format(b, a, a))
+    assert main(["run", "--notebooks", str(notebooks), "--out", str(tmp_path / "runs"), "--jobs", "2"]) == 0
+    (run_dir,) = (tmp_path / "runs" / "notebooks").iterdir()
+    windows = [nbformat.read(run_dir / n, as_version=4).metadata["papermill"] for n in ("0_a.ipynb", "1_b.ipynb")]
+    assert windows[0]["start_time"] < windows[1]["end_time"] and windows[1]["start_time"] < windows[0]["end_time"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["kind"] == "run" and [n["notebook"] for n in summary["notebooks"]] == ["0_a.ipynb", "1_b.ipynb"]
+
+
+def test_the_schedule_puts_the_longest_first_by_the_last_run(tmp_path):
+    from workbench.run.runner import schedule
+
+    paths = [tmp_path / f"{i}_n.ipynb" for i in range(4)]
+    assert schedule(paths, tmp_path / "runs") == paths  # no earlier run: name order
+    earlier = tmp_path / "runs" / "20261201T000000Z"
+    earlier.mkdir(parents=True)
+    seconds = {"0_n.ipynb": 5.0, "1_n.ipynb": 50.0, "2_n.ipynb": 20.0}  # 3_n is new: it goes first
+    rows = [{"notebook": name, "seconds": s} for name, s in seconds.items()]
+    (earlier / "summary.json").write_text(json.dumps({"notebooks": rows}))
+    (tmp_path / "runs" / "20261202T000000Z").mkdir()  # a newer run killed before its summary: skipped
+    assert [p.name for p in schedule(paths, tmp_path / "runs")] == ["3_n.ipynb", "1_n.ipynb", "2_n.ipynb", "0_n.ipynb"]
+
+
+def test_jobs_must_be_positive(tmp_path, capsys):
+    assert main(["run", "--notebooks", str(FIXTURES / "notebooks"), "--out", str(tmp_path), "--jobs", "0"]) == 2
+    assert "--jobs 0: give 1 or more" in capsys.readouterr().err

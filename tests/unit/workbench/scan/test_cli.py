@@ -25,6 +25,7 @@ def test_scan_writes_json_and_csv_and_exits_0(tmp_path, capsys):
     assert payload["summary"]["files_scanned"] == 17
     first = payload["findings"][0]
     assert set(first) == {
+        "tier",
         "file",
         "line",
         "column",

@@ -22,7 +22,13 @@ def test_json_round_trip_keeps_every_finding_and_problem(tmp_path, report):
     payload = json.loads(path.read_text())
     assert payload["findings"] == [f.as_row() for f in report.findings]
     assert payload["summary"]["by_severity"] == report.severity_counts()
-    assert payload["summary"]["by_file"][0]["file"].endswith("CMakeLists.txt")  # most blockers first
+    from workbench.scan.placement import Tier
+
+    by_file = payload["summary"]["by_file"]
+    ranks = [Tier(row["tier"]).rank for row in by_file]
+    assert ranks == sorted(ranks) and by_file[0]["tier"] == "engine"  # where it runs first, then most blockers
+    build = [row["file"] for row in by_file if row["tier"] == "build"]
+    assert build[0].endswith("CMakeLists.txt")
 
 
 def test_rewriting_replaces_the_file_atomically(tmp_path, report):

@@ -64,6 +64,12 @@ CASES: dict[Rule, tuple] = {
     Rule.DOCKER_CUDA_BASE: ("Dockerfile", "FROM nvidia/cuda:12.1.1-devel-ubuntu22.04\n", "FROM quay.io/ascend/vllm-ascend:v0.9.1\n"),
     Rule.DOCKER_GPU_RUNTIME: ("run.sh", "docker run --gpus all image\n", "docker run --device /dev/davinci0 image\n"),
     Rule.K8S_GPU_RESOURCE: ("pod.yaml", "resources:\n  limits:\n    nvidia.com/gpu: 1\n", "resources:\n  limits:\n    huawei.com/Ascend910: 1\n"),
+    # vllm-project/production-stack helm/values.yaml@a6c01db0: runtimeClassName, MIG and HAMi resources, LMCache image
+    Rule.K8S_RUNTIME_CLASS: ("values.yaml", 'servingEngineSpec:\n  runtimeClassName: "nvidia"\n', 'servingEngineSpec:\n  runtimeClassName: ""\n'),
+    Rule.K8S_GPU_SHARING: ("_helpers.tpl", '  nvidia.com/gpumem: {{ .requestGPUMem | quote }}\n', '  nvidia.com/gpu: 1\n'),
+    Rule.KV_CACHE_CUDA_IMAGE: ("values.yaml", 'repository: "lmcache/vllm-openai"\n', 'repository: "lmcache/lmstack-router"\n'),
+    # production-stack tutorials/assets/values-16-disagg-prefill.yaml@a6c01db0: a NIXL buffer on the GPU
+    Rule.TRANSPORT_CUDA: ("values.yaml", 'nixlBufferDevice: "cuda"\n', 'nixlBufferDevice: "cpu"\n'),
     Rule.NATIVE_CUDA_SOURCE: ("k.cu", "__global__ void add(float* x) {}\n", ("k.cpp", "void add(float* x) {}\n")),
     Rule.NATIVE_CUDA_API: ("ops.cpp", "#include <cuda_runtime.h>\n", "#include <acl/acl.h>\n"),
     Rule.NATIVE_CUDA_BUILD: ("CMakeLists.txt", "enable_language(CUDA)\n", "enable_language(CXX)\n"),
