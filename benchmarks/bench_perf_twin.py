@@ -32,11 +32,14 @@ from workbench.recipes import load_serving_recipe
 from workbench.serving.pool import EnginePool
 from workbench.twin.api import PerfTwinRequest, PerfWorkload, Side, read_perf_twin, run_perf_twin
 
-PLANTED = {
-    "step sleep": ({"env.ASCEND_BACKEND_PLANTED": "step_sleep:ms=5"}, "host idle", None),
-    "slowed op": ({"env.ASCEND_BACKEND_FAULT": "silu_and_mul:delay:ms=2"}, "kernel", "silu_and_mul"),
-    "fewer threads": ({"env.VLLM_CPU_OMP_THREADS_BIND": "0"}, "kernel", None),
-}
+
+def planted(sleep_ms: float, delay_ms: float) -> dict[str, tuple[dict, str, str | None]]:
+    """Each pair's change on side B, the bucket its cost must land in, and the op it must name."""
+    return {
+        "step sleep": ({"env.ASCEND_BACKEND_PLANTED": f"step_sleep:ms={sleep_ms:g}"}, "host idle", None),
+        "slowed op": ({"env.ASCEND_BACKEND_FAULT": f"silu_and_mul:delay:ms={delay_ms:g}"}, "kernel", "silu_and_mul"),
+        "fewer threads": ({"env.VLLM_CPU_OMP_THREADS_BIND": "0"}, "kernel", None),
+    }
 
 
 def twin(out: Path, changes: dict, repeats: int, workload: PerfWorkload) -> dict:
@@ -62,9 +65,9 @@ def planted_share(result: dict, bucket: str) -> tuple[float, float, float, str |
     return total, half, share, result["causes"]["TPOT"]
 
 
-def part_planted(work: Path, repeats: int, workload: PerfWorkload) -> list[dict]:
+def part_planted(work: Path, repeats: int, workload: PerfWorkload, pairs: dict) -> list[dict]:
     rows = []
-    for name, (changes, bucket, op) in PLANTED.items():
+    for name, (changes, bucket, op) in pairs.items():
         result = twin(work / name.replace(" ", "-"), changes, repeats, workload)
         delta, half, share, named = planted_share(result, bucket)
         kernels = [k for k in result["kernels"] if k["status"] in ("new", "slower", "more calls")]
@@ -123,6 +126,10 @@ def main() -> None:
     parser.add_argument("--aa-runs", type=int, default=20, help="A/A twins (default 20)")
     parser.add_argument("--repeats", type=int, default=2, help="extra windows per side (default 2)")
     parser.add_argument("--num-prompts", type=int, default=16, help="requests per window (default 16)")
+    parser.add_argument("--sleep-ms", type=float, default=5.0, help="the planted host sleep per step (default 5)")
+    parser.add_argument(
+        "--delay-ms", type=float, default=2.0, help="the planted delay per silu_and_mul call (default 2)"
+    )
     parser.add_argument("--work", type=Path, help="where the runs go (default: a temporary directory)")
     args = parser.parse_args()
     work = (args.work or Path(tempfile.mkdtemp(prefix="bench-perf-twin-"))).resolve()
@@ -132,7 +139,7 @@ def main() -> None:
     parts = args.parts.split(",")
     with EnginePool.open(work / "engine-pool"):
         if "planted" in parts:
-            rows = part_planted(work, args.repeats, workload)
+            rows = part_planted(work, args.repeats, workload, planted(args.sleep_ms, args.delay_ms))
             (work / "planted.json").write_text(json.dumps(rows, indent=1))
         if "aa" in parts:
             verdicts = part_aa(work, args.aa_runs, args.repeats, workload)
