@@ -24,19 +24,16 @@ that call — what the table says should run, for each release.
 from __future__ import annotations
 
 import enum
-import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.errors import WorkbenchError
 from workbench.profiling.ascend_csv import MISSING, read_columns
-from workbench.recipes import Frozen, load_recipe_file
-from workbench.settings import policy_dir
+from workbench.profiling.kernel_rules import CoreCounts, KernelRules, load_kernel_rules
 
 CUBE_RATIOS = ("aic_mac_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_fixpipe_ratio")
 VECTOR_RATIOS = ("aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")
@@ -70,61 +67,6 @@ class KernelFinding(str, enum.Enum):
     UNALIGNED = "unaligned shapes"
     FORMAT = "format conversion"
     H2D_COPY = "host-to-device copy"
-
-
-class _Cube(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    mac_bound: float
-    mte2_bound: float
-    memory_mb: float
-    inner_axis: int
-    source: str
-
-
-class _Vector(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    total_bound: float
-    mte2_bound: float
-    mte3_bound: float
-    vec_bound: float
-    source: str
-
-
-class KernelRules(Frozen):
-    """policy/profiling/kernel_rules.yaml (see its comments)."""
-
-    name: str
-    description: str = ""
-    hot_share: float = Field(0.01, ge=0, lt=1)
-    cube: _Cube
-    vector: _Vector
-    pipe_bound: float
-    pipe_source: str
-    aicpu_min_us: float
-    aicpu_source: str
-    block_dim_source: str
-    format_patterns: tuple[str, ...]
-    copy_patterns: tuple[str, ...]
-    format_source: str
-    aclnn: dict[str, tuple[str, ...]]
-    aclnn_source: str
-    source: Path | None = Field(None, exclude=True)
-
-
-@functools.cache
-def load_kernel_rules(path: Path | None = None) -> KernelRules:
-    return load_recipe_file(KernelRules, path or policy_dir() / "profiling" / "kernel_rules.yaml", what="kernel rules")
-
-
-@dataclass(frozen=True)
-class CoreCounts:
-    """The chip's AI cores (cube) and vector cores: msprof's info.json `ai_core_num` / `aiv_num`."""
-
-    cube: int
-    vector: int | None = None
-
-    def for_core(self, core: str) -> int:
-        return self.cube if core == "AI_CORE" or self.vector is None else self.vector
 
 
 @dataclass(frozen=True)
