@@ -179,7 +179,9 @@ def _metrics(url: str) -> Samples | None:
 
 def _profiled(target: Target, request: PerfTwinRequest, prompts: list[Prompt], where: Path, progress: bool):
     """The profiled load: (its timings, the Profile read from the window's moved trace)."""
-    prefix = profile_prefix("perf", where.parent.parent.name, where.name)
+    # the attempt's second in the prefix: a window measured again after a crash never reads the files an earlier
+    # attempt left in the server's folder
+    prefix = profile_prefix("perf", where.parent.parent.name, where.name, str(int(time.time())))
     started = time.time()
     post(target.server.url, "/start_profile", request.window.body(prefix))
     try:
