@@ -35,7 +35,6 @@ from workbench.recipes import load_serving_recipe
 from workbench.serving.pool import EnginePool
 from workbench.twin.api import PerfTwinRequest, PerfWorkload, Side, read_perf_twin, run_perf_twin
 
-
 ONE_CORE = {"env.VLLM_CPU_OMP_THREADS_BIND": "0"}
 BOTH_CORES = {"env.VLLM_CPU_OMP_THREADS_BIND": "0-1"}
 
