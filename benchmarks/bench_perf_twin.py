@@ -10,8 +10,8 @@ work also wants spends most of its time waiting at its barriers (a 25x slower on
 is noise the planted costs would drown in; the threads pair is the one that gives side A both cores.
 
 - planted: side pairs that differ by one planted cost each — a host-side sleep before every engine step
-  (ASCEND_BACKEND_PLANTED=step_sleep:ms=10, bucket "host idle"), one slowed op in the registry
-  (ASCEND_BACKEND_FAULT=silu_and_mul:delay:ms=3, bucket "kernel", op silu_and_mul), fewer threads for the
+  (ASCEND_BACKEND_PLANTED=step_sleep:ms=5, bucket "host idle"), one slowed op in the registry
+  (ASCEND_BACKEND_FAULT=silu_and_mul:delay:ms=2, bucket "kernel", op silu_and_mul), fewer threads for the
   engine (one core against both, bucket "kernel"). Reported: ΔTPOT with its interval,
   the share of ΔTPOT in the planted bucket (target >= 80%), the bucket the twin names, and the op it names.
 - aa: `--aa-runs` A/A twins of cpu-tiny against itself (one server, windows alternating); reported: how many

@@ -15,7 +15,9 @@ A decode step gives each request it decodes one token, so the mean of the steps 
 requests is what the average request waited per output token: an estimate of TPOT built from the
 profile, and each bucket's weighted mean is that bucket's share of it. Steps whose trace does not say how
 many requests they decoded (Ascend's step tables) weigh the same. The last step of a window is left out
-when there are others: its window ends at its own end, so its time after the work is not seen.
+when there are others: its window ends at its own end, so its time after the work is not seen. With
+`outlier_factor`, a step longer than that many times the rank's median step is left out too (`left_out`
+counts them): on a shared host such a step is one where the process lost the CPU, noise that is no side's.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class StepBuckets:
     communication_us: float
     host_idle_us: float
     scheduling_us: float
+    left_out: int = 0  # steps left out as outliers (see the module docstring)
 
     @property
     def total_us(self) -> float:
@@ -105,13 +108,23 @@ def _measured(steps: Sequence[StepShare]) -> list[StepShare]:
     return ordered[:-1] if len(ordered) > 1 else ordered
 
 
-def step_buckets(profile: Profile) -> StepBuckets | None:
+def _usual(steps: list[StepShare], outlier_factor: float | None) -> list[StepShare]:
+    """`steps` without those longer than `outlier_factor` x their median (all of them when none is given)."""
+    if outlier_factor is None or len(steps) < 3:
+        return steps
+    limit = outlier_factor * float(np.median([s.total_us for s in steps]))
+    return [s for s in steps if s.total_us <= limit]
+
+
+def step_buckets(profile: Profile, outlier_factor: float | None = None) -> StepBuckets | None:
     """The decode-weighted bucket means of `profile` (None when it holds no step), averaged over its ranks."""
     per_rank = []
     weighting = "equal"
-    counted = 0
+    counted = left_out = 0
     for rank in profile.ranks:
-        steps = _measured([s for s in profile.steps if s.rank == rank])
+        measured = _measured([s for s in profile.steps if s.rank == rank])
+        steps = _usual(measured, outlier_factor)
+        left_out += len(measured) - len(steps)
         weights = np.array([s.decodes for s in steps], dtype=float)
         if weights.sum() > 0:
             weighting = "decode requests"
@@ -122,7 +135,7 @@ def step_buckets(profile: Profile) -> StepBuckets | None:
     if not per_rank:
         return None
     kernel, communication, idle, scheduling = (float(v) for v in np.mean(per_rank, axis=0))
-    return StepBuckets(counted, weighting, kernel, communication, idle, scheduling)
+    return StepBuckets(counted, weighting, kernel, communication, idle, scheduling, left_out)
 
 
 __all__ = ["Bucket", "MEANINGS", "STEP_BUCKETS", "StepBuckets", "step_buckets"]

@@ -5,8 +5,13 @@ histograms give the mean queue and prefill time of the same requests, and the pr
 the decode-weighted step buckets (`workbench.profiling.buckets`). Every difference is mean(B windows) -
 mean(A windows) with an interval from the windows' own spread (`stats.difference`).
 
-    ΔTPOT = Δkernel + Δcommunication + Δhost idle + Δscheduling + Δoutside
+    ΔTPOT = Δkernel + Δcommunication + Δhost idle + Δscheduling + Δoutside     (a typical step)
     ΔTTFT = Δqueueing + Δprefill + Δoutside
+
+The TPOT split compares typical steps: on the client's clock (`windows.typical_step_s`) and in the profile
+(`buckets.step_buckets`), a step longer than `outlier_step` times the window's median is left out on both
+sides — on a shared host, a step where the process lost the CPU, which would otherwise swamp a planted cost
+of a few milliseconds. The per-class ΔTPOT keeps every token, as vLLM defines TPOT.
 
 Each side's "outside" is, window by window, the client's number minus the engine's buckets, so the buckets
 add up to the client's difference by construction and the part no engine number explains is shown, not
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from workbench.profiling.buckets import STEP_BUCKETS, Bucket
 from workbench.twin.perf.policy import PerfThresholds
 from workbench.twin.perf.stats import Difference, difference
-from workbench.twin.perf.windows import WindowRecord, by_class, window_step_s
+from workbench.twin.perf.windows import WindowRecord, by_class, typical_step_s, window_step_s
 
 METRICS = ("TTFT", "TPOT")
 TTFT_BUCKETS = (Bucket.QUEUEING, Bucket.PREFILL)
@@ -125,9 +130,19 @@ def _engine(record: WindowRecord, bucket: Bucket) -> float | None:
     return 1000.0 * record.engine[key] if key in record.engine else None
 
 
-def _outside(record: WindowRecord, metric: str) -> float | None:
+def _client(record: WindowRecord, metric: str, policy: PerfThresholds) -> float:
+    """The client's number the split explains: the typical step (TPOT; every token's mean when the window holds
+    too few steps to tell) or the mean TTFT, in ms."""
+    if metric == "TPOT":
+        typical = typical_step_s(record.requests, policy.outlier_step)
+        if typical is not None:
+            return 1000.0 * typical
+    return class_means(record, "*", metric)
+
+
+def _outside(record: WindowRecord, metric: str, policy: PerfThresholds) -> float | None:
     """The client's number minus the engine's buckets for this window (None when a bucket is missing)."""
-    client = class_means(record, "*", metric)
+    client = _client(record, metric, policy)
     parts = [_step(record, b) for b in STEP_BUCKETS] if metric == "TPOT" else [_engine(record, b) for b in TTFT_BUCKETS]
     return None if any(p is None for p in parts) else client - sum(parts)  # type: ignore[arg-type]
 
@@ -145,7 +160,7 @@ def split(metric: str, a: Sequence[WindowRecord], b: Sequence[WindowRecord], pol
         xs, ys = _series(a, lambda r, k=bucket: read(r, k)), _series(b, lambda r, k=bucket: read(r, k))
         if xs and ys:
             buckets.append(_bucket(bucket, difference(xs, ys, policy.confidence), total))
-    xs, ys = _series(a, lambda r: _outside(r, metric)), _series(b, lambda r: _outside(r, metric))
+    xs, ys = _series(a, lambda r: _outside(r, metric, policy)), _series(b, lambda r: _outside(r, metric, policy))
     if xs and ys:
         buckets.append(_bucket(Bucket.OUTSIDE, difference(xs, ys, policy.confidence), total))
     else:  # no engine numbers on a side: the whole difference is outside what the engine explains

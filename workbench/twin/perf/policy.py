@@ -23,6 +23,7 @@ class PerfThresholds(Frozen):
     kernel_share: float = Field(0.05, gt=0.0, lt=1.0)
     slower_ratio: float = Field(0.1, gt=0.0)
     calls_ratio: float = Field(0.05, gt=0.0)
+    outlier_step: float = Field(3.0, gt=1.0)
     source: Path | None = Field(None, exclude=True)
 
 

@@ -145,12 +145,17 @@ def _external(side: Side) -> Profile | None:
     return read_profile(side.trace) if side.trace is not None else None
 
 
-def _with_trace(records: Sequence[WindowRecord], profile: Profile | None) -> list[WindowRecord]:
-    """An attached side's windows with the buckets of its own trace (the same for every window)."""
-    if profile is None:
-        return list(records)
-    found = step_buckets(profile)
-    return [replace(r, buckets=found.to_dict() if found else None) for r in records]
+def _typical_buckets(
+    records: Sequence[WindowRecord], external: Profile | None, directory: Path, outlier_factor: float
+) -> list[WindowRecord]:
+    """Each window with the buckets of its typical steps (outliers left out): from its own profile, or from an
+    attached side's trace (the same for every window of the side)."""
+    updated = []
+    for record in records:
+        profile = external if external is not None else read_profile_of(record, directory)
+        found = step_buckets(profile, outlier_factor) if profile is not None else None
+        updated.append(replace(record, buckets=found.to_dict() if found else None))
+    return updated
 
 
 def _profiles(records: Sequence[WindowRecord], external: Profile | None, directory: Path) -> list[Profile]:
@@ -184,7 +189,12 @@ def _analyse(request: PerfTwinRequest, directory: Path, records: list[WindowReco
     sides = {"A": request.side_a, "B": request.side_b}
     window = (request.window.delay_steps, request.window.max_steps)
     external = {label: _external(side) for label, side in sides.items()}
-    by_side = {label: _with_trace([r for r in records if r.side == label], external[label]) for label in sides}
+    by_side = {
+        label: _typical_buckets(
+            [r for r in records if r.side == label], external[label], directory, policy.outlier_step
+        )
+        for label in sides
+    }
     profiles = {label: _profiles(by_side[label], external[label], directory) for label in sides}
     attribution = attribute(by_side["A"], by_side["B"], request.workload.classes(), policy)
     kernels = compare_kernels(profiles["A"], profiles["B"], policy) if all(profiles.values()) else ()

@@ -255,6 +255,18 @@ def window_step_s(timings: Sequence[RequestTiming], first: int, count: int) -> f
     return (steps[last] - steps[first]) / (last - first)
 
 
+def typical_step_s(timings: Sequence[RequestTiming], outlier_factor: float) -> float | None:
+    """The mean time between the client's steps, leaving out gaps longer than `outlier_factor` x the median gap
+    (the client's side of `buckets.step_buckets(outlier_factor=...)`); None with fewer than three steps."""
+    steps = step_clock(timings)
+    gaps = [b - a for a, b in itertools.pairwise(steps)]
+    if len(gaps) < 2:
+        return None
+    limit = outlier_factor * sorted(gaps)[len(gaps) // 2]
+    usual = [gap for gap in gaps if gap <= limit]
+    return sum(usual) / len(usual)
+
+
 def by_class(timings: Sequence[RequestTiming]) -> dict[str, list[RequestTiming]]:
     grouped: dict[str, list[RequestTiming]] = {}
     for timing in timings:
@@ -272,6 +284,7 @@ __all__ = [
     "WindowRecord",
     "by_class",
     "step_clock",
+    "typical_step_s",
     "window_step_s",
     "engine_means",
     "measure_window",
