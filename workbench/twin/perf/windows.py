@@ -230,19 +230,19 @@ def step_clock(timings: Sequence[RequestTiming]) -> list[float]:
     """The engine's steps on the client's clock: every request's token arrivals, merged where they came together.
 
     One engine step hands a token to every request it decodes, so their arrivals cluster within milliseconds
-    while steps lie apart by the step time; arrivals closer than a fifth of the median gap belong to one step.
-    Worked example: arrivals 0.100, 0.1004, 0.1005, 0.120, 0.1203, 0.140 -> steps 0.100, 0.120, 0.140.
+    while steps lie a step apart — and a request's own gaps between tokens are steps: arrivals closer than half
+    the median of those gaps belong to one step. Worked example: two requests, tokens 20 ms apart, arrivals
+    0.100, 0.1004 | 0.120, 0.1203 | 0.140 -> steps 0.100, 0.120, 0.140.
     """
     times = sorted(t for timing in timings if timing.success for t in timing.arrivals())
-    if len(times) < 2:
+    step_gaps = sorted(gap for timing in timings if timing.success for gap in timing.itl_s)
+    if len(times) < 2 or not step_gaps:
         return times
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    positive = sorted(g for g in gaps if g > 0)
-    tolerance = 0.2 * positive[len(positive) // 2] if positive else 0.0
+    tolerance = 0.5 * step_gaps[len(step_gaps) // 2]
     steps = [times[0]]
-    for time_, gap in zip(times[1:], gaps, strict=True):
-        if gap > tolerance:
-            steps.append(time_)
+    for earlier, later in itertools.pairwise(times):
+        if later - earlier > tolerance:
+            steps.append(later)
     return steps
 
 
@@ -256,13 +256,13 @@ def window_step_s(timings: Sequence[RequestTiming], first: int, count: int) -> f
 
 
 def typical_step_s(timings: Sequence[RequestTiming], outlier_factor: float) -> float | None:
-    """The mean time between the client's steps, leaving out gaps longer than `outlier_factor` x the median gap
-    (the client's side of `buckets.step_buckets(outlier_factor=...)`); None with fewer than three steps."""
-    steps = step_clock(timings)
-    gaps = [b - a for a, b in itertools.pairwise(steps)]
+    """The mean gap between a request's tokens — a decode step, as the client saw it — leaving out gaps longer
+    than `outlier_factor` x the median gap (the client's side of `buckets.step_buckets(outlier_factor=...)`);
+    None with fewer than two gaps."""
+    gaps = sorted(gap for timing in timings if timing.success for gap in timing.itl_s)
     if len(gaps) < 2:
         return None
-    limit = outlier_factor * sorted(gaps)[len(gaps) // 2]
+    limit = outlier_factor * gaps[len(gaps) // 2]
     usual = [gap for gap in gaps if gap <= limit]
     return sum(usual) / len(usual)
 

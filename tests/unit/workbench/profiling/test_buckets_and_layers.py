@@ -70,3 +70,14 @@ def test_collectives_and_registry_namespaces():
 def test_a_window_prefix_is_one_vllm_accepts():
     assert profile_prefix("perf", "my run 2", "A0") == "perf-my-run-2-A0"
     assert len(profile_prefix("x" * 200)) == 128
+
+
+def test_a_step_the_process_lost_the_cpu_in_is_left_out_when_asked():
+    def step(i, total):
+        return StepShare("0", i, 0.0, total, 0.0, 0.0, 0.0, "decode", 0.0, 0, 4)
+
+    steps = (step(0, 10.0), step(1, 12.0), step(2, 11.0), step(3, 100.0), step(4, 10.0), step(5, 999.0))
+    profile = Profile("x", ProfileFormat.TORCH_TRACE, "cpu", CPU_MAPPING, steps)
+    assert step_buckets(profile).kernel_us == pytest.approx((10 + 12 + 11 + 100 + 10) / 5)
+    kept = step_buckets(profile, outlier_factor=3.0)  # 100 > 3 x the median 11
+    assert kept.kernel_us == pytest.approx((10 + 12 + 11 + 10) / 4) and kept.left_out == 1

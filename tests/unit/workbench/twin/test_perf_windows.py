@@ -17,6 +17,7 @@ from workbench.twin.perf.windows import (
     engine_means,
     prompts_for,
     step_clock,
+    typical_step_s,
     window_step_s,
 )
 from workbench.twin.sides import Side
@@ -53,7 +54,7 @@ def test_the_prompts_interleave_the_classes_at_their_exact_lengths():
 
 
 def test_the_client_clock_merges_a_steps_arrivals_into_one():
-    # the module docstring's worked example: two requests, tokens 20 ms apart, arriving within half a millisecond
+    # step_clock's worked example: two requests, tokens 20 ms apart, arriving within half a millisecond
     timings = (
         RequestTiming("in64", 0.100, 0.02, True, 0.0, (0.020, 0.020)),
         RequestTiming("in64", 0.0904, 0.02, True, 0.010, (0.0199,)),
@@ -98,3 +99,10 @@ def test_a_twin_needs_a_repeat_and_its_sides_in_order():
         "delay_iterations": 4,
         "max_iterations": 32,
     }
+
+
+def test_the_typical_step_leaves_out_a_stall_the_mean_tpot_keeps():
+    gaps = (0.010,) * 9 + (0.200,) + (0.010,) * 9  # one 200 ms stall among 10 ms steps
+    timings = tuple(RequestTiming("in64", 0.05, sum(gaps) / 19, True, 0.0001 * i, gaps) for i in range(3))
+    assert typical_step_s(timings, 3.0) == pytest.approx(0.010)
+    assert timings[0].tpot_s == pytest.approx(0.020)  # vLLM's TPOT: every token counted
