@@ -95,7 +95,8 @@ class PerfTwinResult:
                 continue
             way = "slower" if split.total.delta > 0 else "faster"
             lines.append(f"B is {way} on {split.metric}: {', '.join(_shown(c) for c in moved)}")
-            lines.append(f"  where it went ({split.metric}, every request): {_split_text(split)}")
+            basis = "typical steps" if split.metric == "TPOT" else "every request"
+            lines.append(f"  where it went ({split.metric}, {basis}): {_split_text(split)}")
             lines += self._cause_detail(split)
         return lines
 
