@@ -76,6 +76,8 @@ class PerfTwinResult:
                     "ttft_ms": 1000 * _mean([t.ttft_s for t in w.requests if t.success]),
                     "profiled_steps": buckets.steps if buckets else 0,
                     "step_ms": buckets.total_us / 1000 if buckets else None,
+                    "others_cpu": w.others_cpu,
+                    "attempts": w.attempts,
                     "seconds": w.seconds,
                 }
             )
@@ -129,6 +131,13 @@ class PerfTwinResult:
         if cost:
             lines.append(
                 f"profiler's own cost on the step time inside its window: {cost} (whole profiled load: {whole})"
+            )
+        shares = sorted(w.others_cpu for w in self.windows if w.others_cpu is not None)
+        if shares:
+            retried = sum(w.attempts - 1 for w in self.windows)
+            lines.append(
+                f"other work on this machine during the windows: median {shares[len(shares) // 2]:.0%} of its cores, "
+                f"at most {shares[-1]:.0%}; {retried} window(s) measured again for it"
             )
         lines += [f"slow rank on side {side}: {text}" for side, text in self.slow_ranks.items()]
         lines += [f"note: {n}" for n in self.notes]

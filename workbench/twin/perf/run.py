@@ -118,6 +118,23 @@ def _order(request: PerfTwinRequest) -> list[tuple[str, int]]:
     return [(label, i) for i in range(request.windows_per_side) for label in ("A", "B")]
 
 
+def _least_contended(
+    target: Target, index: int, request: PerfTwinRequest, directory: Path, progress: bool
+) -> WindowRecord:
+    """One window, measured again while other work took more than `max_others_cpu` of the machine (up to
+    `window_attempts` times): the least contended attempt (`contention`)."""
+    policy = load_perf_thresholds(request.thresholds)
+    best: WindowRecord | None = None
+    for attempt in range(1, policy.window_attempts + 1):
+        record = replace(measure_window(target, index, request, directory, progress), attempts=attempt)
+        if best is None or (record.others_cpu or 0.0) < (best.others_cpu or 0.0):
+            best = replace(record, attempts=attempt)
+        if record.others_cpu is None or record.others_cpu <= policy.max_others_cpu:
+            break
+    assert best is not None
+    return best
+
+
 def _collect(request: PerfTwinRequest, directory: Path, progress: bool) -> list[WindowRecord]:
     log = JsonlLog(directory / WINDOWS_FILE)
     done = {(r.side, r.index): r for r in log.read(WindowRecord.from_dict).records}
@@ -134,7 +151,7 @@ def _collect(request: PerfTwinRequest, directory: Path, progress: bool) -> list[
                 targets[label] = stack.enter_context(_target(sides[label], request, directory, progress))
                 _warm_up(targets[label], request)
             for label, index in pending:
-                record = measure_window(targets[label], index, request, directory, progress)
+                record = _least_contended(targets[label], index, request, directory, progress)
                 log.append(record.to_dict())
                 done[(label, index)] = record
     return [done[key] for key in _order(request)]

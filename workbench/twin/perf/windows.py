@@ -33,6 +33,7 @@ from workbench.serving.load.runner import run_coroutine, run_load_async
 from workbench.serving.load.workload import Prompt, Workload, build_prompts
 from workbench.serving.prometheus import Samples, fetch_metrics, sample_sum
 from workbench.serving.server import Server
+from workbench.twin.perf import contention
 from workbench.twin.perf.request import PerfTwinRequest, PerfWorkload, class_name
 
 WINDOW_KIND = DocumentKind("perf-twin-window")
@@ -89,6 +90,8 @@ class WindowRecord:
     profile: str | None  # windows/<side><n>/profile.json, relative to the run directory
     buckets: dict[str, float] | None  # StepBuckets.to_dict() of the profiled steps
     seconds: float
+    others_cpu: float | None = None  # the share of the machine other work took meanwhile (`contention`)
+    attempts: int = 1  # how many times the window was measured (a contended attempt is measured again)
 
     @property
     def name(self) -> str:
@@ -115,6 +118,8 @@ class WindowRecord:
             profile=raw.get("profile"),
             buckets=raw.get("buckets"),
             seconds=float(raw.get("seconds", 0.0)),
+            others_cpu=raw.get("others_cpu"),
+            attempts=int(raw.get("attempts", 1)),
         )
 
 
@@ -202,6 +207,7 @@ def measure_window(
     """One window on `target` (see the module docstring); the profile is written under `directory`."""
     began = time.monotonic()
     prompts = prompts_for(target.tokenizer, request.workload)
+    machine = contention.sample(target.server.pid)
     before = _metrics(target.server.url)
     timings = run_load(target, prompts, request.workload, progress)
     engine = engine_means(before, _metrics(target.server.url))
@@ -215,7 +221,8 @@ def measure_window(
         found = step_buckets(profile)
         buckets = found.to_dict() if found is not None else None
     seconds = round(time.monotonic() - began, 2)
-    return WindowRecord(target.label, index, timings, profiled, engine, profile_file, buckets, seconds)
+    others = contention.others_share(machine, contention.sample(target.server.pid))
+    return WindowRecord(target.label, index, timings, profiled, engine, profile_file, buckets, seconds, others)
 
 
 def read_profile_of(record: WindowRecord, directory: Path) -> Profile | None:

@@ -106,3 +106,13 @@ def test_the_typical_step_leaves_out_a_stall_the_mean_tpot_keeps():
     timings = tuple(RequestTiming("in64", 0.05, sum(gaps) / 19, True, 0.0001 * i, gaps) for i in range(3))
     assert typical_step_s(timings, 3.0) == pytest.approx(0.010)
     assert timings[0].tpot_s == pytest.approx(0.020)  # vLLM's TPOT: every token counted
+
+
+def test_other_works_share_of_the_machine_leaves_out_our_own_ticks():
+    from workbench.twin.perf.contention import CpuSample, others_share, sample
+
+    before, after = CpuSample(busy=1000, total=4000, ours=300), CpuSample(busy=1800, total=6000, ours=700)
+    assert others_share(before, after) == pytest.approx((800 - 400) / 2000)  # 20% of the cores were others'
+    assert others_share(before, None) is None and others_share(after, before) is None
+    now = sample(None)
+    assert now is not None and now.total >= now.busy >= 0 and now.ours >= 0  # this process, on Linux
