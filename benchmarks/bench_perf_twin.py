@@ -16,6 +16,8 @@ is noise the planted costs would drown in; the threads pair is the one that give
   the share of ΔTPOT in the planted bucket (target >= 80%), the bucket the twin names, and the op it names.
 - aa: `--aa-runs` A/A twins of cpu-tiny against itself (one server, windows alternating); reported: how many
   say "no difference" (target: at least 19 of 20).
+- contention: a window during which other work took more than 30% of the machine is measured again, up to
+  --attempts times (the twin's own rule, with more attempts than its default): the twins report each window's share.
 - overhead: every window runs its load unprofiled and then profiled in the bounded window, on the same
   server in the same run: TPOT with the profiler on over TPOT without it, per window, over every twin above.
 
@@ -34,6 +36,8 @@ from pathlib import Path
 from workbench.recipes import load_serving_recipe
 from workbench.serving.pool import EnginePool
 from workbench.twin.api import PerfTwinRequest, PerfWorkload, Side, read_perf_twin, run_perf_twin
+
+REPO = Path(__file__).resolve().parents[1]
 
 ONE_CORE = {"env.VLLM_CPU_OMP_THREADS_BIND": "0"}
 BOTH_CORES = {"env.VLLM_CPU_OMP_THREADS_BIND": "0-1"}
@@ -55,9 +59,9 @@ def twin(out: Path, a: dict, b: dict, repeats: int, workload: PerfWorkload) -> d
     if (out / "perf-twin.json").is_file():
         return read_perf_twin(out)
     base = load_serving_recipe("cpu-tiny")
-    request = PerfTwinRequest(
-        Side.of_recipe("A", base, a), Side.of_recipe("B", base, b), workload=workload, repeats=repeats, out=out
-    )
+    policy = out.parent / "perf-bench.yaml"
+    a_side, b_side = Side.of_recipe("A", base, a), Side.of_recipe("B", base, b)
+    request = PerfTwinRequest(a_side, b_side, workload=workload, repeats=repeats, thresholds=policy, out=out)
     result = run_perf_twin(request, progress=False)
     print(result.text(), flush=True)
     return read_perf_twin(out)
@@ -138,12 +142,18 @@ def main() -> None:
     parser.add_argument(
         "--delay-ms", type=float, default=2.0, help="the planted delay per silu_and_mul call (default 2)"
     )
+    parser.add_argument("--attempts", type=int, default=4, help="measurements of a contended window (default 4)")
     parser.add_argument("--work", type=Path, help="where the runs go (default: a temporary directory)")
     args = parser.parse_args()
     work = (args.work or Path(tempfile.mkdtemp(prefix="bench-perf-twin-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     print(f"runs in {work}")
     workload = PerfWorkload(num_prompts=args.num_prompts)
+    shipped = (REPO / "policy" / "twin" / "perf.yaml").read_text()
+    policy = shipped.replace("window_attempts: 2", f"window_attempts: {args.attempts}").replace(
+        "name: perf", "name: perf-bench"
+    )
+    (work / "perf-bench.yaml").write_text(policy)
     parts = args.parts.split(",")
     with EnginePool.open(work / "engine-pool"):
         if "planted" in parts:

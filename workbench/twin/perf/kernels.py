@@ -176,9 +176,11 @@ def compare_modules(
 
 
 def notable(changes: Sequence[KernelChange], kernel_delta_us: float, policy: PerfThresholds) -> list[KernelChange]:
-    """The changed kernels whose per-step change is at least `kernel_share` of the kernel bucket's."""
+    """The changed kernels whose per-step change is at least `kernel_share` of the kernel bucket's; when noise
+    leaves no kernel's change beyond its own interval, the three largest changes (their status says so)."""
     floor = policy.kernel_share * abs(kernel_delta_us)
-    return [c for c in changes if c.status != "unchanged" and abs(c.delta_us) >= floor]
+    found = [c for c in changes if c.status != "unchanged" and abs(c.delta_us) >= floor]
+    return found or [c for c in changes[:3] if abs(c.delta_us) >= floor]
 
 
 __all__ = ["KernelChange", "KernelUse", "ModuleChange", "compare_kernels", "compare_modules", "kernel_uses", "notable"]

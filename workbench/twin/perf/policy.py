@@ -25,7 +25,7 @@ class PerfThresholds(Frozen):
     calls_ratio: float = Field(0.05, gt=0.0)
     outlier_step: float = Field(3.0, gt=1.0)
     max_others_cpu: float = Field(0.3, gt=0.0, le=1.0)
-    window_attempts: int = Field(3, ge=1)
+    window_attempts: int = Field(2, ge=1)
     source: Path | None = Field(None, exclude=True)
 
 

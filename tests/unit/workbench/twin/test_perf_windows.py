@@ -121,7 +121,7 @@ def test_other_works_share_of_the_machine_leaves_out_our_own_ticks():
 def test_a_contended_window_is_measured_again_and_the_least_contended_attempt_kept(monkeypatch):
     from workbench.twin.perf import run as perf_run
 
-    shares = iter([0.9, 0.5, 0.7])  # max_others_cpu 0.3, three attempts in all: none passes, 0.5 is kept
+    shares = iter([0.9, 0.5])  # max_others_cpu 0.3, two attempts in all: neither passes, 0.5 is kept
     made = []
 
     def measure(target, index, request, directory, progress):
@@ -132,6 +132,6 @@ def test_a_contended_window_is_measured_again_and_the_least_contended_attempt_ke
     recipe = load_serving_recipe("cpu-tiny")
     request = PerfTwinRequest(Side.of_recipe("A", recipe), Side.of_recipe("B", recipe))
     kept = perf_run._least_contended(None, 0, request, None, False)
-    assert (kept.others_cpu, kept.attempts, made) == (0.5, 2, [0, 0, 0])
+    assert (kept.others_cpu, kept.attempts, made) == (0.5, 2, [0, 0])
     shares = iter([0.1])
     assert perf_run._least_contended(None, 1, request, None, False).attempts == 1  # quiet: measured once
