@@ -4,10 +4,11 @@
     ascend_backend.registry.describe()        # which implementation each op uses here, and why
     ascend_backend.ops.rms_norm(x, w, 1e-6)   # torch_npu kernel on an NPU, native PyTorch elsewhere
 
-Importing the package loads nothing but its environment table (`envs`, for ASCEND_BACKEND_LOG_LEVEL):
+Importing the package loads nothing but its environment table (`envs`, for ASCEND_BACKEND_LOG_LEVEL) and
+the guard of torch's autoload of torch_npu (`platform.autoload`, torch-free):
 each attribute below is imported on first access, and the op registry imports every built-in op the
 first time it is used (`registry.OpRegistry.load_builtin_ops`), so the table is always complete when
-asked. Why lazy: a process that only names devices (`ascend_backend.npu.kinds`, torch-free) or reads
+asked. Why lazy: a process that only names devices (`ascend_backend.platform.kinds`, torch-free) or reads
 the KV-cache bookkeeping must not pay for torch. It never imports `workbench` (a test enforces this).
 """
 
@@ -18,16 +19,17 @@ import sys as _sys
 from typing import TYPE_CHECKING, Any
 
 from ascend_backend import envs
+from ascend_backend.platform import autoload as _autoload
 
 if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
     from ascend_backend import attention, ops, registry
-    from ascend_backend.npu import device
+    from ascend_backend.platform import device
     from ascend_backend.registry import REGISTRY
 
-# attribute -> module it is; `device` is the device probe, `ascend_backend.npu.device`.
+# attribute -> module it is; `device` is the device probe, `ascend_backend.platform.device`.
 _MODULES = {
     "attention": "ascend_backend.attention",
-    "device": "ascend_backend.npu.device",
+    "device": "ascend_backend.platform.device",
     "ops": "ascend_backend.ops",
     "registry": "ascend_backend.registry",
 }
@@ -65,6 +67,9 @@ def _configure_logging() -> None:
 
 
 _configure_logging()  # levels are looked up at each record, so loggers created later obey it too
+# Before anything imports torch: a torch_npu that torch's autoload cannot load becomes the device probe's
+# diagnosis instead of an exception inside `import torch` (ascend_backend.platform.autoload).
+_autoload.install()
 
 __version__ = "0.1.0"
 __all__ = ["REGISTRY", "attention", "device", "envs", "ops", "registry"]

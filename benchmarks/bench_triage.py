@@ -108,15 +108,30 @@ def _fault_records(rank: Rank, when: dt.datetime) -> list[str]:
     """The AI Vector fault of issue #6018 on this rank, then ACL's failed synchronize (507035)."""
     tid = rank.pid + 4321
     lines = [
-        ("RUNTIME", "stars_engine.cc:1502", f"ProcLogicCqReport:Task run failed, device_id={rank.device}, "
-         "stream_id=1206, task_id=8029, sqe_type=0(ffts), errType=0x1(task exception), sqSwStatus=0x0"),
-        ("RUNTIME", "device_error_core_proc.cc:333", "ProcessStarsCoreErrorInfo:report error module_type=5, module_name=EZ9999"),
-        ("RUNTIME", "device_error_core_proc.cc:333", f"ProcessStarsCoreErrorInfo:The error from device(chipId:{rank.device}, "
-         "dieId:0), serial number is 59, there is an exception of fftsplus aivector error, core id is 8, error code = 0x10"),
-        ("RUNTIME", "stream.cc:1287", "GetError:Stream Synchronize failed, stream_id=1206, retCode=0x7150050, [the model "
-         "stream execute failed]"),
+        (
+            "RUNTIME",
+            "stars_engine.cc:1502",
+            f"ProcLogicCqReport:Task run failed, device_id={rank.device}, "
+            "stream_id=1206, task_id=8029, sqe_type=0(ffts), errType=0x1(task exception), sqSwStatus=0x0",
+        ),
+        (
+            "RUNTIME",
+            "device_error_core_proc.cc:333",
+            "ProcessStarsCoreErrorInfo:report error module_type=5, module_name=EZ9999",
+        ),
+        (
+            "RUNTIME",
+            "device_error_core_proc.cc:333",
+            f"ProcessStarsCoreErrorInfo:The error from device(chipId:{rank.device}, "
+            "dieId:0), serial number is 59, there is an exception of fftsplus aivector error, core id is 8, error code = 0x10",
+        ),
+        (
+            "RUNTIME",
+            "stream.cc:1287",
+            "GetError:Stream Synchronize failed, stream_id=1206, retCode=0x7150050, [the model stream execute failed]",
+        ),
         ("ASCENDCL", "stream.cpp:123", "aclrtSynchronizeStream: synchronize stream failed, runtime result = 507035"),
-    ]  # fmt: skip
+    ]
     return [
         _record("ERROR", module, rank.pid, HOST_PNAME, when + dt.timedelta(microseconds=40 * i), where, tid, text)
         for i, (module, where, text) in enumerate(lines)
@@ -180,13 +195,26 @@ def _write_rank(root: Path, rank: Rank, rng: random.Random, plan: Plan, faulty: 
         on_device = rng.random() < 0.25
         records, weights = (DEVICE_RECORDS, device_weights) if on_device else (host_records, host_weights)
         _, level, module, where, template = rng.choices(records, weights=weights)[0]
-        values = {"a": rng.randint(0, 2047), "b": rng.randint(0, 1 << 20), "c": rng.randint(1, 64),
-                  "dev": rank.device, "rank": rank.rank}  # fmt: skip
+        values = {
+            "a": rng.randint(0, 2047),
+            "b": rng.randint(0, 1 << 20),
+            "c": rng.randint(1, 64),
+            "dev": rank.device,
+            "rank": rank.rank,
+        }
         pid, pname = (
             (rng.choice((rank.pid + 11, rank.pid + 12)), "aicpu_scheduler") if on_device else (rank.pid, HOST_PNAME)
         )
-        line = _record(level, module, pid, pname, when, f"{where}:{rng.randint(40, 3000)}",
-                       rank.pid + rng.randint(1, 40), template.format(**values))  # fmt: skip
+        line = _record(
+            level,
+            module,
+            pid,
+            pname,
+            when,
+            f"{where}:{rng.randint(40, 3000)}",
+            rank.pid + rng.randint(1, 40),
+            template.format(**values),
+        )
         (device if on_device else host).write(when, line)
         if 0 <= fault_after <= host.written + device.written:
             for record in _fault_records(rank, when):
@@ -259,8 +287,12 @@ def main() -> int:
     parser.add_argument("--mb", type=int, default=100, help="size of the generated log folder (default 100)")
     parser.add_argument("--ranks", type=int, default=8, help="ranks (processes, one device each; default 8)")
     parser.add_argument("--roll-mb", type=int, default=10, help="a log file rolls over at this size (default 10)")
-    parser.add_argument("--error-share", type=float, default=0.01,
-                        help="share of host records that are benign ERROR records (default 0.01)")  # fmt: skip
+    parser.add_argument(
+        "--error-share",
+        type=float,
+        default=0.01,
+        help="share of host records that are benign ERROR records (default 0.01)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="triage/grep pairs (default 3)")
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--keep", type=Path, help="generate into this folder and keep it (default: a temporary one)")
@@ -280,16 +312,20 @@ def _measure(args: argparse.Namespace, root: Path, provenance) -> int:
     faulty, written = generated.faulty, generated.written
     files = sorted(p for p in root.rglob("*.log"))
     lines = sum(1 for f in files for _ in f.open("rb"))  # also warms the page cache for both readers
-    print(f"generated {written / 2**20:.0f} MiB, {len(files)} files, {lines:,} records, {args.ranks} ranks "
-          f"in {time.perf_counter() - began:.1f} s under {root}; fault on rank {faulty.rank} (pid {faulty.pid})")  # fmt: skip
+    print(
+        f"generated {written / 2**20:.0f} MiB, {len(files)} files, {lines:,} records, {args.ranks} ranks "
+        f"in {time.perf_counter() - began:.1f} s under {root}; fault on rank {faulty.rank} (pid {faulty.pid})"
+    )
     triage_s, grep_s, report, grep_count = [], [], None, 0
     for run in range(args.runs):
         seconds, report = _time_triage(root)
         triage_s.append(seconds)
         seconds, grep_count = _time_grep(files)
         grep_s.append(seconds)
-        print(f"  run {run + 1}: triage {triage_s[-1]:.2f} s ({len(report.events)} error events), "
-              f"grep -c ERROR {grep_s[-1]:.3f} s ({grep_count} lines)")  # fmt: skip
+        print(
+            f"  run {run + 1}: triage {triage_s[-1]:.2f} s ({len(report.events)} error events), "
+            f"grep -c ERROR {grep_s[-1]:.3f} s ({grep_count} lines)"
+        )
     wrong = _check(report, generated)
     triage_median, grep_median = statistics.median(triage_s), statistics.median(grep_s)
     figures = {
@@ -310,13 +346,18 @@ def _measure(args: argparse.Namespace, root: Path, provenance) -> int:
         "target_seconds": TARGET_SECONDS,
     }
     print(f"first error: {figures['first_error']}: {figures['first_error_kind']} ({figures['first_error_code']})")
-    print(f"median: triage {triage_median:.2f} s ({figures['triage_mb_per_second']} MiB/s), grep -c ERROR "
-          f"{grep_median:.3f} s, triage/grep {figures['triage_over_grep']}")  # fmt: skip
+    print(
+        f"median: triage {triage_median:.2f} s ({figures['triage_mb_per_second']} MiB/s), grep -c ERROR "
+        f"{grep_median:.3f} s, triage/grep {figures['triage_over_grep']}"
+    )
     if triage_median >= TARGET_SECONDS:
         wrong.append(f"{triage_median:.1f} s is not under the target of {TARGET_SECONDS:.0f} s")
     figures["failures"] = wrong
-    print("\n".join(f"FAIL: {problem}" for problem in wrong) or f"PASS: {figures['megabytes']} MiB triaged in "
-          f"{triage_median:.1f} s (target < {TARGET_SECONDS:.0f} s), the fault's rank, time and family found")  # fmt: skip
+    print(
+        "\n".join(f"FAIL: {problem}" for problem in wrong)
+        or f"PASS: {figures['megabytes']} MiB triaged in "
+        f"{triage_median:.1f} s (target < {TARGET_SECONDS:.0f} s), the fault's rank, time and family found"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"provenance": provenance(), **figures}, indent=1) + "\n")

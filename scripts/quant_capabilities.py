@@ -1,4 +1,4 @@
-"""Write or check `ascend_backend/data/quant_capabilities.json`: what vllm-ascend's loader accepts, per release tag.
+"""Write or check `workbench/truth/data/quant_capabilities.json`: what vllm-ascend's loader accepts, per release tag.
 
 Each row of the table is one capability (a quant type on a layer kind, a KV-cache layout, a lookup the
 loader makes, a compressed-tensors rule) and, per tag, whether the loader supports it and the line of
@@ -10,7 +10,10 @@ pattern, and this script finds the line in the mirror (`git show TAG:FILE`), so 
     python -m scripts.quant_capabilities --mirror ... --check    # exit 1 when the JSON and the mirror disagree
 
 The checkpoint linter (`workbench/lint/checkpoint.py`) reads the JSON; a release between two tags is
-judged by the older tag's column (the loader changes at releases, and every tag here is a release).
+judged by the older tag's column (the loader changes at releases, and every tag here is a release). Which
+quantization methods a release accepts at all is not a row here: the checkpoint lint takes it from the table
+the command lint and the scan share (`workbench/truth/capabilities.py`, read by
+scripts/config_truth/capabilities.py from NPUPlatform.supported_quantization at every tag).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import sys
 from pathlib import Path
 
 TAGS = ("v0.9.1", "v0.11.0", "v0.13.0", "v0.18.0", "v0.23.0", "v0.25.1rc1", "main")
-OUT = Path(__file__).resolve().parent.parent / "ascend_backend" / "data" / "quant_capabilities.json"
+OUT = Path(__file__).resolve().parent.parent / "workbench" / "truth" / "data" / "quant_capabilities.json"
 Q = "vllm_ascend/quantization/"
 M = Q + "methods/"
 MS = Q + "modelslim_config.py"  # v0.18.0 onward
@@ -62,14 +65,6 @@ ROWS = [
                 for t in ("v0.9.1", "v0.11.0", "v0.13.0")
             },
             **each(NEW, True, MS, r'^MODELSLIM_CONFIG_FILENAME = "quant_model_description.json"'),
-        },
-    },
-    {
-        "id": "format.compressed_tensors",
-        "what": "quantization 'compressed-tensors' (config.json quantization_config)",
-        "cells": {
-            **each(("v0.9.1", "v0.11.0"), False, "vllm_ascend/platform.py", r"supported_quantization"),
-            **each(("v0.13.0", *NEW), True, "vllm_ascend/platform.py", r"supported_quantization"),
         },
     },
     {

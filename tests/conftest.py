@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# Before any test module imports torch: the session's first `import torch` goes through the guard of
+# torch's autoload of torch_npu, so a torch_npu that cannot load (CANN not sourced, the driver not
+# mounted) becomes the `npu` tests' skip reason (the device probe's diagnosis), not a collection error.
+import ascend_backend  # noqa: F401
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 # The first test that asks for `notebook_run` pays for executing every notebook (pytest-timeout counts
@@ -59,7 +64,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from ascend_backend.npu.device import npu_status
+    from ascend_backend.platform.device import npu_status
 
     for item in items:
         if "notebook_run" in getattr(item, "fixturenames", ()):

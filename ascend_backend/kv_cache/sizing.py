@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.platform.kinds import DeviceKind
 
 GIB = 1 << 30
 

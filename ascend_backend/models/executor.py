@@ -26,6 +26,20 @@ from ascend_backend.models.layers import CausalLM
 from ascend_backend.models.loader import load_model
 from ascend_backend.models.rope import model_cos_sin_cache
 from ascend_backend.models.sampling import SamplingParams, sample
+from ascend_backend.platform.device import kind_of
+from ascend_backend.platform.kinds import DeviceKind
+
+# Block size when the caller names none: 128 on an NPU, where vllm-ascend forces it whenever prefix caching
+# (or chunked prefill) is on (platform.py@v0.11.0:272-279, utils.py@v0.13.0:1097-1101) because the paged
+# prefill kernels take nothing else (the ATB prefix encoder: 128 only; FIA's prefill: multiples of 128,
+# data/kernel_limits.json); 32 elsewhere, the smallest block vLLM's CPU engine starts with.
+NPU_BLOCK_SIZE = 128
+CPU_BLOCK_SIZE = 32
+
+
+def default_block_size(device: torch.device | str) -> int:
+    """128 on an NPU ('npu:0'), 32 elsewhere: the block size an executor on `device` uses unless told."""
+    return NPU_BLOCK_SIZE if kind_of(device) is DeviceKind.NPU else CPU_BLOCK_SIZE
 
 
 class OutOfKVBlocks(RuntimeError):
@@ -57,7 +71,7 @@ class Executor:
         self,
         model: CausalLM,
         *,
-        block_size: int = 32,
+        block_size: int | None = None,
         num_blocks: int | None = None,
         kv_memory_bytes: int = 256 * 1024**2,
         enable_prefix_caching: bool = True,
@@ -66,6 +80,8 @@ class Executor:
         self.config = config = model.config
         param = next(model.parameters())
         self.device, self.dtype = param.device, param.dtype
+        if block_size is None:
+            block_size = default_block_size(self.device)
         self.block_size = block_size
         if num_blocks is None:
             spec = KVCacheSpec(config.num_layers, config.num_kv_heads, config.head_size, KVDtype.parse(str(self.dtype)))

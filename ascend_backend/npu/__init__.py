@@ -1,12 +1,10 @@
-"""Everything that touches torch_npu or decides which NPU kernel runs; native code lives elsewhere.
+"""The NPU adapters: the torch_npu calls vllm-ascend makes, registered as each op's NPU implementation.
 
-    kinds      DeviceKind, NpuUnavailable, NpuStatus: importable without torch
-    device     the device probe: npu, cuda or cpu; the one `import torch_npu`, its failure classified
-    kernels    the kernel-selection table (per vllm-ascend release, chip, graph mode) and its code
     guard      `npu_op`: the one way an NPU implementation gets torch_npu and says when it can run
-    adapters   every torch_npu adapter (norms, activations, rotary, attention), registered through the guard
+    adapters   every torch_npu adapter (norms, activations, rotary, attention, W8A8), registered through the guard
 
-Layers, bottom up: kinds; device; kernels (asks device for the machine's facts); guard (asks kernels and
-device); adapters (through guard). Importing this package imports nothing, so `import
-ascend_backend.npu.kinds` stays torch-free.
+This package sits above the native ops it adapts (`ascend_backend.ops`, `.attention`, `.quantization`) and
+the registry; what the machine is and which kernel the table chooses live below them, in
+`ascend_backend.platform`. Importing this package imports nothing; the registry imports `adapters` the
+first time it is used.
 """

@@ -130,8 +130,12 @@ def c8_tensors(scales: Mapping[int, KVScales], layout: str, stem: str = "model.l
 def read_c8(tensors: Mapping[str, torch.Tensor], kv_heads: int, head_size: int) -> dict[int, KVScales]:
     """Scales back from either layout's tensors (per layer), shaped [kv_heads, head_size]."""
     found: dict[int, dict[str, torch.Tensor]] = {}
-    names = {"key_antiquant_scale": "key", "value_antiquant_scale": "value", "k_proj.kv_cache_scale": "key",
-             "v_proj.kv_cache_scale": "value"}  # fmt: skip
+    names = {
+        "key_antiquant_scale": "key",
+        "value_antiquant_scale": "value",
+        "k_proj.kv_cache_scale": "key",
+        "v_proj.kv_cache_scale": "value",
+    }
     for name, tensor in tensors.items():
         for suffix, which in names.items():
             if name.endswith(suffix):

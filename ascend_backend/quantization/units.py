@@ -21,8 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 UNIT_KINDS = ("qkv", "o", "gate_up", "down")
-_LEAF_KIND = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "o_proj": "o",
-              "gate_proj": "gate_up", "up_proj": "gate_up", "down_proj": "down"}  # fmt: skip
+_LEAF_KIND = {
+    "q_proj": "qkv",
+    "k_proj": "qkv",
+    "v_proj": "qkv",
+    "o_proj": "o",
+    "gate_proj": "gate_up",
+    "up_proj": "gate_up",
+    "down_proj": "down",
+}
 _LAYER = re.compile(r"^(?P<stem>(?:.*\.)?layers\.(?P<index>\d+))\.(?:self_attn|mlp)\.(?P<leaf>\w+_proj)$")
 
 

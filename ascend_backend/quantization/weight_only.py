@@ -51,9 +51,13 @@ class WeightOnlyLinear:
         return dequantize_weight_groups(self.weight, self.scale)
 
     def same_as(self, other: WeightOnlyLinear) -> bool:
-        return (self.scheme is other.scheme and self.group_size == other.group_size
-                and torch.equal(self.weight, other.weight) and self.scale.dtype == other.scale.dtype
-                and torch.equal(self.scale, other.scale))  # fmt: skip
+        return (
+            self.scheme is other.scheme
+            and self.group_size == other.group_size
+            and torch.equal(self.weight, other.weight)
+            and self.scale.dtype == other.scale.dtype
+            and torch.equal(self.scale, other.scale)
+        )
 
 
 def quantize_weight_only(
@@ -103,13 +107,26 @@ def pack_quantized_config(layers: Mapping[str, WeightOnlyLinear], float_linears:
         members = sorted(p for p, layer in layers.items() if (layer.bits, layer.group_size or 0) == (bits, group))
         groups[f"group_{i}"] = {
             "targets": ["Linear"] if len(kinds) == 1 else members,
-            "weights": {"num_bits": bits, "type": "int", "symmetric": True, "dynamic": False, "actorder": None,
-                        "strategy": "group" if group else "channel", "group_size": group or None},
+            "weights": {
+                "num_bits": bits,
+                "type": "int",
+                "symmetric": True,
+                "dynamic": False,
+                "actorder": None,
+                "strategy": "group" if group else "channel",
+                "group_size": group or None,
+            },
             "input_activations": None,
             "output_activations": None,
-        }  # fmt: skip
-    return {"quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
-            "config_groups": groups, "ignore": ["lm_head", *sorted(float_linears)], "kv_cache_scheme": None}  # fmt: skip
+        }
+    return {
+        "quant_method": "compressed-tensors",
+        "format": "pack-quantized",
+        "quantization_status": "compressed",
+        "config_groups": groups,
+        "ignore": ["lm_head", *sorted(float_linears)],
+        "kv_cache_scheme": None,
+    }
 
 
 def read_pack_quantized(tensors: Mapping[str, torch.Tensor], config: Mapping[str, Any]) -> dict[str, WeightOnlyLinear]:
@@ -141,8 +158,11 @@ def msmodelslim_w8a16_tensors(prefix: str, layer: WeightOnlyLinear, dtype: torch
     """msmodelslim's W8A16 tensors of one layer (description entries: "W8A16" for each)."""
     if layer.scheme is not PlanScheme.W8A16:
         raise ValueError("msmodelslim holds dense weight-only layers as W8A16 only (vllm-ascend's W4A16 is MoE)")
-    return {f"{prefix}.weight": layer.weight, f"{prefix}.weight_scale": layer.scale.to(dtype),
-            f"{prefix}.weight_offset": torch.zeros(layer.weight.shape[0], 1, dtype=dtype)}  # fmt: skip
+    return {
+        f"{prefix}.weight": layer.weight,
+        f"{prefix}.weight_scale": layer.scale.to(dtype),
+        f"{prefix}.weight_offset": torch.zeros(layer.weight.shape[0], 1, dtype=dtype),
+    }
 
 
 def read_msmodelslim_w8a16(prefix: str, tensors: Mapping[str, torch.Tensor]) -> WeightOnlyLinear:

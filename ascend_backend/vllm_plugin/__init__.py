@@ -25,7 +25,7 @@ What `register()` does in each process:
    counts (`stats`; read them with `stats.read_op_stats(prefix)`);
 7. when ASCEND_BACKEND_DUMP is set, records module outputs of the engine's model for its first forward
    steps in the workbench dump format (`dump`), on every platform (vllm-ascend's engines included);
-8. lets the NPU kernel selection read the engine's config (`ascend_backend.npu.kernels.engine`): the
+8. lets the NPU kernel selection read the engine's config (`ascend_backend.platform.kernels.engine`): the
    effective cudagraph_mode / enforce_eager / additional_config (torchair, xlite, pa_shape_list) and the
    model's architecture, as vllm-ascend's platform left them.
 
@@ -51,7 +51,7 @@ def register() -> None:
     from ascend_backend.vllm_plugin.platform_plan import detect_platform, plan_registration
 
     REGISTRY.load_builtin_ops()  # every op now, not inside the engine's first forward step
-    from ascend_backend.npu.kernels import engine
+    from ascend_backend.platform.kernels import engine
 
     engine.set_provider(current_vllm_config)
     disabled = envs.ASCEND_BACKEND_DISABLED_OPS

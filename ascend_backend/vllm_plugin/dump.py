@@ -369,5 +369,10 @@ def install_dump_hook(spec_text: str) -> DumpRequest:
 
 
 __all__ = [
-    "DumpRequest", "DumpSpecError", "EngineRecorder", "attach_recorder", "engine_step_is_real", "install_dump_hook",
-]  # fmt: skip
+    "DumpRequest",
+    "DumpSpecError",
+    "EngineRecorder",
+    "attach_recorder",
+    "engine_step_is_real",
+    "install_dump_hook",
+]

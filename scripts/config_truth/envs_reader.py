@@ -33,6 +33,7 @@ class EnvRead:
     default: Any  # the text default as written (None: unset)
     table: bool  # declared in envs.py
     deprecated: bool = False
+    alias_of: str | None = None  # a direct read kept as the alias of this envs-table variable
 
 
 def _getenv_call(node: ast.AST) -> ast.Call | None:
@@ -124,6 +125,7 @@ def read_direct(path: str, text: str) -> list[EnvRead]:
     except SyntaxError:
         return []
     found = []
+    aliases = _aliases(tree)
     for node in ast.walk(tree):
         name, default = None, None
         if isinstance(node, ast.Call):
@@ -137,7 +139,36 @@ def read_direct(path: str, text: str) -> list[EnvRead]:
             if _is_environ(node.comparators[0]) and isinstance(node.left, ast.Constant):
                 name = node.left.value
         if isinstance(name, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
-            found.append(EnvRead(name, path, node.lineno, "text", default, table=False))
+            found.append(EnvRead(name, path, node.lineno, "text", default, table=False, alias_of=aliases.get(name)))
+    return found
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """OLD -> NEW for `envs.NEW or ... os.getenv("OLD")` in one `or`: a direct read of an old name next to the
+    envs table's variable in the same test is that variable's alias, kept for backward compatibility."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)):
+            continue
+        table = [
+            n.attr
+            for value in node.values
+            for n in ast.walk(value)
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in ("envs", "envs_ascend")
+            and re.fullmatch(r"[A-Z][A-Z0-9_]*", n.attr)
+        ]
+        direct = [
+            n.args[0].value
+            for value in node.values
+            for n in ast.walk(value)
+            if isinstance(n, ast.Call) and _getenv_call(n) is n and n.args and isinstance(n.args[0], ast.Constant)
+        ]
+        if len(table) == 1:
+            for name in direct:
+                if isinstance(name, str) and name != table[0] and name.startswith(table[0].rstrip("0123456789")[:12]):
+                    found.setdefault(name, table[0])
     return found
 
 

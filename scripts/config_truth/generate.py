@@ -3,9 +3,9 @@
     python scripts/config_truth/generate.py --mirror /work/.mirror/vllm-project+vllm-ascend/repo
     python scripts/config_truth/generate.py --mirror ... --check     # exit 1 when a rerun would change them
 
-Writes `ascend_backend/data/vllm_ascend_config.json` (every environment variable, `additional_config`
+Writes `workbench/truth/data/vllm_ascend_config.json` (every environment variable, `additional_config`
 key and platform rule of vllm-ascend as spans over the matrix tags and main) and
-`ascend_backend/data/vllm_envs.json` (vLLM's variables, flags and compilation_config keys for each vLLM
+`workbench/truth/data/vllm_envs.json` (vLLM's variables, flags and compilation_config keys for each vLLM
 version the matrix pairs with a release). What is read from the source is read by `envs_reader` and
 `additional_reader`; what a reader cannot see (a platform rewrite, a rename across sections, a change
 of meaning, who owns a foreign name) is in `curated.yaml`, where every entry carries an anchor the
@@ -15,8 +15,6 @@ generator searches at every tag: an entry's spans are where its anchor matches, 
 from __future__ import annotations
 
 import argparse
-import ast
-import difflib
 import json
 import re
 import sys
@@ -30,12 +28,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from additional_reader import MISSING, read_additional_config  # noqa: E402
+from capabilities import read_capabilities  # noqa: E402
+from curated_rules import curated_renames, curated_rules, curated_spans, removal, to_spans  # noqa: E402
 from envs_reader import ENVS_PATH, read_direct, read_envs_table, table_names_used, vllm_env_uses  # noqa: E402
 from mirror import Mirror  # noqa: E402
 from vllm_sources import SourceError, read_version  # noqa: E402
 
 ROOT = HERE.parent.parent
-DATA = ROOT / "ascend_backend" / "data"
+DATA = ROOT / "workbench" / "truth" / "data"
 MATRIX = ROOT / "recipes" / "matrices" / "vllm-ascend.yaml"
 CONFIG_OUT = DATA / "vllm_ascend_config.json"
 VLLM_OUT = DATA / "vllm_envs.json"
@@ -124,6 +124,9 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
                 "where": "direct",
                 "cite": f"{tag}:{read.file}:{read.line}",
             }
+            if read.alias_of:
+                facts[key]["status"] = "alias"
+                facts[key]["successor"] = f"env.{read.alias_of}"
     # -- vLLM's own variables vllm-ascend reads through vLLM's envs module (VLLM_USE_V1 ...)
     for name, path, line in sorted(through_vllm, key=lambda item: (item[1], item[2])):
         key = f"env.{name}"
@@ -144,6 +147,7 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
             sources[path] = mirror.show(tag, path) or ""
     if mirror.show(tag, "vllm_ascend/ascend_config.py"):
         sources.setdefault("vllm_ascend/ascend_config.py", mirror.show(tag, "vllm_ascend/ascend_config.py") or "")
+    sources.update(_twin_class_files(mirror, tag, sources))
     found = read_additional_config(sources)
     by_path: dict[str, list] = {}
     for read in found.reads:
@@ -194,90 +198,16 @@ def read_tag(mirror: Mirror, tag: str) -> dict[str, dict[str, Any]]:
     return facts
 
 
-# -- curated entries ---------------------------------------------------------------------------------
-
-
-def anchor_hits(mirror: Mirror, tag: str, anchor: dict[str, Any]) -> tuple[str, int] | None:
-    """(path, line) of the anchor at `tag`: `pattern` in `path` (a file or folder), and every `then`
-    pattern within `within` lines after it (default 12)."""
-    hits = mirror.grep(tag, anchor["pattern"], anchor["path"])
-    follow = anchor.get("then") or []
-    if isinstance(follow, str):
-        follow = [follow]
-    within = int(anchor.get("within", 12))
-    for path, line, _ in hits:
-        if not follow:
-            return path, line
-        text = (mirror.show(tag, path) or "").splitlines()
-        window = "\n".join(text[line : line + within])
-        if all(re.search(p, window) for p in follow):
-            return path, line
-    return None
-
-
-def curated_spans(mirror: Mirror, tags: list[str], entry: dict[str, Any], facts: dict[str, Any] | None = None):
-    anchors = entry.get("anchor")
-    anchors = anchors if isinstance(anchors, list) else [anchors]
-    extract = entry.get("extract")
-    per_tag = {}
-    for tag in tags:
-        hit = None
-        for anchor in anchors:
-            hit = anchor_hits(mirror, tag, anchor)
-            if hit is None:
-                break
-        if hit is not None:
-            found = {**(facts or {}), "cite": f"{tag}:{hit[0]}:{hit[1]}"}
-            if extract:
-                match = re.search(extract["pattern"], mirror.show(tag, extract["path"]) or "")
-                if match is None:
-                    raise SystemExit(f"curated {entry.get('id')}: extract pattern finds nothing at {tag}")
-                found[extract["key"]] = ast.literal_eval(match.group(1))
-            per_tag[tag] = found
-    return per_tag
-
-
-# -- spans ------------------------------------------------------------------------------------------
-
-
-def to_spans(tags: list[str], per_tag: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    spans: list[dict[str, Any]] = []
-    previous_tag = None
-    for tag in tags:
-        facts = per_tag.get(tag)
-        if facts is None:
-            previous_tag = None
-            continue
-        body = {k: v for k, v in facts.items() if k not in {"cite", "kind", "build_time"}}
-        if spans and previous_tag is not None and spans[-1]["_body"] == body:
-            spans[-1]["last"] = tag
-        else:
-            spans.append({"first": tag, "last": tag, "cite": facts["cite"], **body, "_body": body})
-        previous_tag = tag
-    for span in spans:
-        del span["_body"]
-    return spans
-
-
-def removal(mirror: Mirror, tags: list[str], spans: list[dict[str, Any]], needle: str, path: str) -> None:
-    """For each span followed by a tag without the setting, the commit between the two that removed it."""
-    for span in spans:
-        i = tags.index(span["last"])
-        if i + 1 >= len(tags):
-            continue
-        after = tags[i + 1]
-        if any(s["first"] == after for s in spans):
-            continue
-        try:
-            out = mirror.git("log", "--format=%h %s", f"-S{needle}", f"{span['last']}..{after}", "--", path)
-        except Exception:  # noqa: BLE001 - history across release branches may be unrelated
-            out = ""
-        first = out.splitlines()[-1] if out.strip() else ""
-        if first:
-            sha, _, subject = first.partition(" ")
-            span["removed_after"] = {"tag": after, "commit": sha, "subject": subject[:120]}
-        else:
-            span["removed_after"] = {"tag": after}
+def _twin_class_files(mirror: Mirror, tag: str, sources: dict[str, str]) -> dict[str, str]:
+    """Other files of the package that define a class of the same name as one the sources define (a config
+    object copied from a section is handed to a same-named dataclass that picks its fields)."""
+    names = {m for text in sources.values() for m in re.findall(r"^class (\w+)", text, re.M)}
+    twins = {}
+    for path, _line, text in mirror.grep(tag, r"^class [A-Za-z_]+", "vllm_ascend"):
+        name = re.match(r"class (\w+)", text)
+        if name and name.group(1) in names and path not in sources and path.endswith(".py"):
+            twins[path] = mirror.show(tag, path) or ""
+    return twins
 
 
 # -- the whole table ---------------------------------------------------------------------------------
@@ -286,11 +216,14 @@ def removal(mirror: Mirror, tags: list[str], spans: list[dict[str, Any]], needle
 def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     tags = matrix_tags(mirror)
     per_setting: dict[str, dict[str, dict[str, Any]]] = {}
+    per_capability: dict[str, dict[str, dict[str, Any]]] = {}
     kinds: dict[str, str] = {}
     build_time: dict[str, bool] = {}
     for n, tag in enumerate(tags, 1):
         if progress:
             print(f"  reading {tag} ({n}/{len(tags)})", file=sys.stderr)
+        for capability, facts in read_capabilities(mirror, tag).items():
+            per_capability.setdefault(capability, {})[tag] = facts
         for setting, facts in read_tag(mirror, tag).items():
             per_setting.setdefault(setting, {})[tag] = facts
             kinds[setting] = facts["kind"]
@@ -312,60 +245,9 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
         needle = f'"{name}"' if kinds[setting] == "env" else f'"{name.rsplit(".", 1)[-1]}"'
         removal(mirror, tags, spans, needle, file_hint)
         settings.append({"setting": setting, "kind": kinds[setting], "build_time": build_time[setting], "spans": spans})
-    rules = []
-    for entry in curated.get("rules", []):
-        per_tag = curated_spans(mirror, tags, entry)
-        requires = entry.get("requires")
-        if isinstance(requires, dict):
-            requires = [requires]
-        if not per_tag:
-            raise SystemExit(f"curated rule {entry['id']!r}: its anchor matches no tag; fix curated.yaml")
-        rules.append(
-            {
-                "id": entry["id"],
-                "setting": entry["setting"],
-                "when": entry.get("when") or {"set": True},
-                "action": entry["action"],
-                "to": entry.get("to"),
-                "requires": requires,
-                "unless": entry.get("unless") or [],
-                "reason": entry["reason"],
-                "evidence": entry.get("evidence", []),
-                "spans": to_spans(tags, per_tag),
-            }
-        )
-    for entry in curated.get("known_broken", []):
-        unknown = [t for t in entry["releases"] if t not in tags]
-        if unknown:
-            raise SystemExit(f"curated known_broken {entry['id']!r}: {unknown} are not matrix tags")
-        evidence = ", ".join(entry.get("evidence", []))
-        per_tag = {t: {"cite": f"reports: {evidence}"} for t in entry["releases"]}
-        rules.append(
-            {
-                "id": entry["id"],
-                "setting": entry["setting"],
-                "when": entry.get("when") or {"set": True},
-                "action": "broken",
-                "to": entry.get("fix"),
-                "requires": [],
-                "unless": [],
-                "also": entry.get("also") or [],
-                "model": entry.get("model") or [],
-                "reason": entry["reason"],
-                "evidence": entry.get("evidence", []),
-                "spans": to_spans(tags, per_tag),
-            }
-        )
+    rules = curated_rules(mirror, tags, curated)
     known = {s["setting"] for s in settings}
-    renames = []
-    for entry in curated.get("renames", []):
-        for side in ("from", "to"):
-            if entry[side] not in known:
-                close = difflib.get_close_matches(entry[side], known, 3)
-                raise SystemExit(
-                    f"curated rename {entry['from']} -> {entry['to']}: {entry[side]!r} is never read; {close}"
-                )
-        renames.append({"from": entry["from"], "to": entry["to"], "note": entry.get("note", "")})
+    renames = curated_renames(curated, known)
     return {
         "about": (
             "What each vllm-ascend release reads from its configuration: environment variables, additional_config "
@@ -384,6 +266,9 @@ def build(mirror: Mirror, curated: dict[str, Any], progress: bool = True) -> dic
         "rules": rules,
         "renames": renames,
         "foreign": curated.get("foreign", {}),
+        "capabilities": [
+            {"capability": name, "spans": to_spans(tags, per_tag)} for name, per_tag in sorted(per_capability.items())
+        ],
     }
 
 
@@ -407,12 +292,20 @@ def build_vllm(cache: Path, progress: bool = True) -> dict[str, Any]:
             "aliases": facts.aliases,
             "deprecated_flags": list(facts.deprecated),
             "compilation_config": list(facts.compilation_keys),
+            "quantization": list(facts.quantization_methods),
+            "kv_cache_dtypes": list(facts.kv_cache_dtypes),
+            "kv_connectors": list(facts.kv_connectors),
+            "architectures": list(facts.architectures),
+            "multimodal_architectures": list(facts.multimodal_architectures),
+            "env_reads": facts.env_reads or {},
             "cite": facts.cite,
         }
     return {
         "about": (
             "vLLM's own settings per version: VLLM_* variables (vllm/envs.py), serving flags (the engine and server "
-            "argument modules) and compilation_config keys (CompilationConfig), read from each release's sdist on "
+            "argument modules), compilation_config keys (CompilationConfig), the quantization methods and KV-cache "
+            "dtypes its parser accepts, the KV connectors and model architectures it registers, and the other "
+            "environment variables its modules read directly, read from each release's sdist on "
             "PyPI by scripts/config_truth/vllm_sources.py; 'pairs' maps each vllm-ascend release of the matrix to "
             "the vLLM versions it is verified with."
         ),

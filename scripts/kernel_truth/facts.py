@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scripts.kernel_truth.mirror import Tree
-from scripts.kernel_truth.trace import NOTHING, Default, Member, OneOf, Opaque, Unknown
+from scripts.kernel_truth.values import NOTHING, Default, Member, OneOf, Opaque, Unknown
 
 # vllm-ascend's names for each chip, across tags: AscendSocVersion (v0.9.1-v0.11.0: A2, A3, UNDEFINED/MAX),
 # AscendDeviceType (v0.12.0rc1: _910B, _910_93, _310P, _910_95; v0.13.0rc1 on: A2, A3, _310P, A5).

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import ast
 
+from scripts.kernel_truth.entries import Entry, NoEntry
 from scripts.kernel_truth.facts import Cell
-from scripts.kernel_truth.probes import Entry, NoEntry
-from scripts.kernel_truth.trace import ClassRef, Frame, Opaque, SelfRef, Walker
+from scripts.kernel_truth.layers import layer_entries
+from scripts.kernel_truth.paths import Frame
+from scripts.kernel_truth.trace import Walker
+from scripts.kernel_truth.values import ClassRef, Opaque, SelfRef
 
 QUANT_TYPES = {
     "w8a8_linear": "W8A8",
@@ -162,7 +165,5 @@ def fused_norm_quant_entries(walker: Walker, cell: Cell) -> list[Entry] | NoEntr
                     fused, {"residual": Opaque("residual")}, "AddRMSNormW8A8Quant.forward (models/qwen3.py builds it)"
                 )
             ]
-    from scripts.kernel_truth.probes import layer_entries
-
     walker.facts.read.add("cell")
     return layer_entries(walker, cell)

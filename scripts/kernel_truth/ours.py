@@ -14,7 +14,9 @@ import functools
 from pathlib import Path
 
 from scripts.kernel_truth.mirror import ParsedTree
-from scripts.kernel_truth.trace import NOTHING, FuncRef, KernelCall, Opaque, Walker
+from scripts.kernel_truth.paths import KernelCall
+from scripts.kernel_truth.trace import Walker
+from scripts.kernel_truth.values import NOTHING, FuncRef, Opaque
 
 ROOT = Path(__import__("ascend_backend").__file__).resolve().parents[1]  # the checkout whose adapters are audited
 ADAPTERS = "ascend_backend/npu/adapters"

@@ -24,6 +24,6 @@ def worker(override: str, dtype: str, group: str, heads: str = "64,128", device:
 
 
 def torch_npu_has(*names: str) -> bool:
-    from ascend_backend.npu.device import torch_npu
+    from ascend_backend.platform.device import torch_npu
 
     return all(hasattr(torch_npu(), name) for name in names)

@@ -3,8 +3,9 @@
 A family is one vllm-ascend release's set of calls, chosen with ASCEND_BACKEND_KERNELS in a fresh
 process per family and dtype (tests/npu/worker.py): the per-state ATB kernels of v0.10.2rc1, the FIA
 calls of v0.18.0, v0.18.0 under FULL_DECODE_ONLY with the batch in pa_shape_list (decode back on
-_npu_paged_attention), v0.20.2rc1's FIA calls with pre_tokens/next_tokens (the _tokens recipes) and the
-scatter cache write of v0.25.1rc1. A family is skipped only where the
+_npu_paged_attention), v0.20.2rc1's FIA calls on torch_npu 2.10 and the scatter cache write of
+v0.25.1rc1. Inputs have block size 128 and cached prefixes in whole blocks (the kernels' documented
+limits, ascend_backend/data/kernel_limits.json). A family is skipped only where the
 installed torch_npu lacks its kernels. Head sizes 64 and 128 run the kernels; head size 192 is refused by
 the v0.10.2rc1 ChunkedPrefill row (vllm-ascend ran vanilla PyTorch there) and must be counted native.
 """
@@ -22,7 +23,7 @@ FAMILIES = {
     "atb": ("release=0.10.2rc1,chip=A2", ()),
     "fia": ("release=0.18.0,chip=A2", ("npu_fused_infer_attention_score",)),
     "fia_pa_graph": ("release=0.18.0,chip=A2,graph=FULL_DECODE_ONLY,pa_shape=1", ("npu_fused_infer_attention_score",)),
-    "fia_tokens": ("release=0.20.2rc1,chip=A2", ("npu_fused_infer_attention_score",)),
+    "fia_v020": ("release=0.20.2rc1,chip=A2", ("npu_fused_infer_attention_score",)),
     "scatter": ("release=0.25.1rc1,chip=A2", ("npu_scatter_pa_kv_cache", "npu_fused_infer_attention_score")),
 }
 EXPECTED_KERNELS = {
@@ -39,7 +40,7 @@ EXPECTED_KERNELS = {
         "chunked_prefill_attention": "npu_fused_infer_attention_score",
     },
     "fia_pa_graph": {"paged_decode_attention": "_npu_paged_attention"},
-    "fia_tokens": {
+    "fia_v020": {
         "prefill_attention": "npu_fused_infer_attention_score",
         "paged_decode_attention": "npu_fused_infer_attention_score",
         "chunked_prefill_attention": "npu_fused_infer_attention_score",

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from ascend_backend import registry
-from ascend_backend.npu import kernels
+from ascend_backend.platform import kernels
 from ascend_backend.registry import REGISTRY, Backend
 from workbench.accuracy.op_inputs import make_inputs
 

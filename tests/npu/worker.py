@@ -32,8 +32,8 @@ def count_torch_npu_calls(counter: Counter) -> None:
     """Wrap each torch_npu function a recipe can call so calls are counted, then run the real one."""
     import torch_npu
 
-    from ascend_backend.npu import device
-    from ascend_backend.npu.kernels import RECIPES, calls
+    from ascend_backend.platform import device
+    from ascend_backend.platform.kernels import RECIPES, calls
 
     device.atb_status()  # op-plugin swaps its lazy ATB wrappers for the real ops on first load: do it first
     for name in {call for recipes in RECIPES.values() for kernel in recipes.values() for call in calls(kernel)}:
@@ -49,18 +49,14 @@ def count_torch_npu_calls(counter: Counter) -> None:
 
 
 def _attention_inputs(op: str, head: int):
-    from workbench.accuracy.op_inputs import make_inputs
+    """The self-test's attention inputs (workbench.selftest.cases): block 128 and cached prefixes in whole
+    blocks, the shape a serving engine hands these kernels and the ATB prefix encoder requires."""
+    from ascend_backend.platform.kernels import ChipFamily
+    from workbench.selftest.cases import item_inputs
+    from workbench.selftest.plan import KernelItem
 
-    params = {
-        "num_seqs": 4,
-        "num_heads": 8,
-        "num_kv_heads": 2,
-        "head_size": head,
-        "context_len": 300,
-        "block_size": 128,
-        "query_len": 40,
-    }
-    return make_inputs(op, params, seed=head)
+    item = KernelItem(op, "-", "-", ChipFamily.A2, "-", "-", (("head_size", (head,)),), False)
+    return item_inputs(item, seed=head)
 
 
 def _rotary_inputs(head: int, rotary_dim: int, base: float):
@@ -95,8 +91,8 @@ def cases(group: str, heads: list[int]) -> list[tuple[str, object, dict]]:
 def run_case(op: str, inputs, facts: dict, dtype, counter: Counter, device: str = "npu:0") -> dict:
     import torch
 
-    from ascend_backend.npu import kernels
-    from ascend_backend.npu.kernels import CallFacts
+    from ascend_backend.platform import kernels
+    from ascend_backend.platform.kernels import CallFacts
     from ascend_backend.registry import REGISTRY, Backend
 
     rounded = inputs.to("cpu", dtype).to("cpu", torch.float32)

@@ -79,9 +79,14 @@ def capture_executor(
 ) -> Path:
     """ascend_backend's executor on `device` in `dtype`, optionally with one injected fault."""
     from ascend_backend.models import Executor
+    from ascend_backend.models.executor import default_block_size
 
     torch_dtype = parse_dtype(dtype)
-    executor = Executor.from_pretrained(model_dir, device=device, dtype=torch_dtype, block_size=32, num_blocks=64)
+    # the device's own block size (128 on an NPU, where the paged-prefill kernels require it), 2048 tokens in all
+    block = default_block_size(device)
+    executor = Executor.from_pretrained(
+        model_dir, device=device, dtype=torch_dtype, block_size=block, num_blocks=max(2, 2048 // block)
+    )
     handles = attach_module_names(executor.model)  # so module-limited faults know where they are
     description = f"ascend_backend executor {dtype_name(torch_dtype)} {device}: {model_dir.name}"
     try:

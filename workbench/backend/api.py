@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from ascend_backend.npu.device import detect, npu_status
+from ascend_backend.platform.device import detect, npu_status
 from ascend_backend.registry import REGISTRY
 from workbench.results.envelope import DocumentKind, write_result
 from workbench.stack.devices import resolve_device

@@ -2,7 +2,7 @@
 
 The service's vLLM version (image tag, the `ARG` behind it, `vllm==` pins), its models and the features
 its engine flags turn on are read from the deployment (`workbench.deploy.facts`). Each release of the
-matrix (`recipes/matrices/vllm-ascend.yaml`, paired with its vLLM in `ascend_backend/data/vllm_envs.json`)
+matrix (`recipes/matrices/vllm-ascend.yaml`, paired with its vLLM in `workbench/truth/data/vllm_envs.json`)
 is then judged the way `lint` judges a command: a release holds the service when every engine setting
 lints without an error there. The pick is the release whose vLLM is nearest at or above the service's
 (the smallest move), among those that hold it; each reason and each change carries its citation.
@@ -18,11 +18,11 @@ from typing import Any
 
 from packaging.version import Version
 
-from ascend_backend.npu.config_table import MAIN, config_table
 from workbench.deploy import facts as facts_mod
 from workbench.deploy.lintview import parsed_for
 from workbench.deploy.model import Container, ReadResult
 from workbench.errors import WorkbenchError
+from workbench.truth.table import MAIN, config_table
 
 MATRIX_CITE = "recipes/matrices/vllm-ascend.yaml (vllm-ascend docs/source/community/versioning_policy.md)"
 
@@ -193,7 +193,8 @@ def _choose(candidates: tuple[Candidate, ...], service, result: ReadResult) -> t
         if newer:
             why += f"; {newer[-1].release} (vLLM {newer[-1].vllm}) also holds it but is a release candidate"
     else:
-        chosen = min(reversed(candidates), key=lambda c: c.errors)  # the fewest refusals, the newest on a tie
+        # the fewest refusals; on a tie a final release before a release candidate, then the newest
+        chosen = min(reversed(candidates), key=lambda c: (c.errors, not _is_final(c.release)))
         why = f"no release judged holds every engine setting; {chosen.release} (vLLM {chosen.vllm}) refuses the fewest"
     if chosen.errors:
         why += f"; {chosen.errors} setting(s) must change first (below)"

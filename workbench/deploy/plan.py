@@ -308,7 +308,7 @@ def _lint_fixes(container: Container, release: str, consumed: frozenset[str], do
             target = ""
         cite = (
             finding.cite
-            or f"ascend_backend/data/vllm_envs.json, vllm_ascend_config.json at {release} (what reads {setting.name})"
+            or f"workbench/truth/data/vllm_envs.json, vllm_ascend_config.json at {release} (what reads {setting.name})"
         )
         if not target:
             found.append(_change(container, setting, None, why, cite, M_VERSIONS, [_delete(container, setting)]))

@@ -16,7 +16,7 @@ FALSE_SWITCH = "--config, a false switch: nothing is passed"
 
 @functools.cache
 def known_flags() -> frozenset[str]:
-    from ascend_backend.npu.config_table import config_table
+    from workbench.truth.table import config_table
 
     flags: set[str] = set()
     for version in config_table().vllm.values():

@@ -6,7 +6,7 @@ Only for a machine with torch_npu installed: these checks import it.
 
 from __future__ import annotations
 
-from ascend_backend.npu import kernels
+from ascend_backend.platform import kernels
 from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped
 
 
@@ -14,7 +14,7 @@ def device_checks() -> list[CheckResult]:
     """Pre-flight items for a machine with torch_npu installed (call only there: this imports torch_npu):
     `device.atb` (NNAL/ATB loads; op-plugin would only fail at the first `_npu_*` call) and
     `device.kernels` (the release, chip and graph mode the selection sees, and the attention kernels)."""
-    from ascend_backend.npu import device
+    from ascend_backend.platform import device
 
     status = device.npu_status()
     if not status.available:

@@ -4,7 +4,7 @@ A broken CANN/driver pairing does not raise; it segfaults or hangs inside the fi
 in-process, that takes the notebook kernel down with it. The probe runs in a subprocess with its own
 session and a timeout: a signal becomes a failed check naming the signal, a hang is killed (the whole
 process group) and reported, and a Python error is classified with
-`ascend_backend.npu.device.classify_npu_import_error`, all with the child's stderr tail as evidence.
+`ascend_backend.platform.device.classify_npu_import_error`, all with the child's stderr tail as evidence.
 
 The child adds two ones-vectors of length 4 on the NPU and prints the sum; anything but 8.0 means the
 device computes garbage (typically a driver installed without the reboot). Then it calls one ATB
@@ -116,7 +116,7 @@ def tail(text: str, lines: int = 8, chars: int = 1500) -> str:
 
 def judge_probe(outcome: ProbeOutcome, timeout_s: float) -> CheckResult:
     """Turn a finished (or killed) probe into a check result."""
-    from ascend_backend.npu.device import classify_npu_import_error
+    from ascend_backend.platform.device import classify_npu_import_error
 
     name = "device.init_probe"
     expected = (

@@ -185,10 +185,13 @@ def to_html(report: Report) -> str:
 
 
 def write_json(report: Report, path: Path) -> Path:
-    """`check --json`: the report, atomically, stamped as a `check` document."""
-    from workbench.stack.provenance import provenance
+    """`check --json`: the report, atomically, stamped as a `check` document.
 
-    return write_result(Path(path), to_dict(report), provenance(), CHECK_KIND)
+    The report is itself a reading of the stack it checked (its root, host and every version), so its stamp
+    says when and where only: the process-wide stack fingerprint is read from the default root and cached,
+    and a check of another root (`--ascend-root`) must not be stamped with it, nor fill that cache."""
+    stamp = {"created_at": report.started_at, "host": report.host, "ascend_root": str(report.ascend_root)}
+    return write_result(Path(path), to_dict(report), stamp, CHECK_KIND)
 
 
 def write_html(report: Report, path: Path) -> Path:

@@ -77,7 +77,7 @@ def _guarded(group: Group, strict: bool, make: Callable[[], list[CheckResult]]) 
 def _npu_status():
     """ascend_backend's verdict on `import torch_npu` (cached there; it imports torch, so only asked
     when torch_npu is installed: on a CPU machine the pre-flight never pays for importing torch)."""
-    from ascend_backend.npu.device import npu_status
+    from ascend_backend.platform.device import npu_status
 
     return npu_status()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from ascend_backend.npu.kinds import NpuStatus
+from ascend_backend.platform.kinds import NpuStatus
 from workbench.envcheck.result import CheckResult, Group, failed, passed, skipped, warned
 from workbench.stack.presence import NpuPresence
 from workbench.stack.versions import Installed, InstalledStack, normalise_distribution
@@ -67,7 +67,7 @@ def check_torch(stack: InstalledStack) -> CheckResult:
 
 
 def check_torch_npu(stack: InstalledStack, npu: NpuStatus | None, presence: NpuPresence) -> CheckResult:
-    """torch_npu installed and importable (status from ascend_backend.npu.device, which tried the import;
+    """torch_npu installed and importable (status from ascend_backend.platform.device, which tried the import;
     None only when torch_npu is not installed, so the import was not attempted)."""
     name = "versions.torch_npu"
     if len(stack.torch_npu) > 1:
@@ -83,7 +83,7 @@ def check_torch_npu(stack: InstalledStack, npu: NpuStatus | None, presence: NpuP
             "torch_npu of your matrix row",
             "pip install torch-npu==<row> (see the matrix check for the row)",
         )
-    from ascend_backend.npu.kinds import NpuUnavailable  # already imported by whoever made `npu`
+    from ascend_backend.platform.kinds import NpuUnavailable  # already imported by whoever made `npu`
 
     if npu is None:
         raise ValueError("check_torch_npu needs the npu_status() of an installed torch_npu")
@@ -99,7 +99,7 @@ def check_torch_npu(stack: InstalledStack, npu: NpuStatus | None, presence: NpuP
             observed + f"; {presence.evidence}",
             "no torch_npu on a machine without NPU",
             "pip uninstall torch-npu here (torch's backend autoload imports it inside `import torch`), "
-            "or export TORCH_DEVICE_BACKEND_AUTOLOAD=0",
+            f"or export TORCH_DEVICE_BACKEND_AUTOLOAD=0; where an NPU should be visible: {npu.fix}",
         )
     if not presence.present:
         return skipped(name, G, f"{installed.describe()} imports, no NPU visible: {presence.evidence}")

@@ -1,3 +1,3 @@
 """Lint what will be served against the vllm-ascend release it runs on (`workbench.lint.api`): a serving
 command, script or recipe (the config-truth table), and a quantized checkpoint (`checkpoint.lint_checkpoint`,
-from the cited capability table ascend_backend/data/quant_capabilities.json)."""
+from the cited capability table workbench/truth/data/quant_capabilities.json)."""

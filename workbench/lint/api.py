@@ -1,43 +1,53 @@
-"""The lint API: what `ascend-workbench lint`, the recipe verbs and notebook 02 call (docs/METHOD.md §2, §16).
+"""The lint API: one use case for `ascend-workbench lint`, notebook 02 and the recipe verbs (docs/METHOD.md §2, §16).
 
-report = lint_source("serve.sh", release="v0.11.0")     # a script, a pasted command or a recipe
-report.table()                                          # one row per setting
-upgrade = lint_upgrade("serve.sh", "v0.11.0", "v0.13.0") # what changes when the release changes
-diff = write_fix(report, "serve.fixed.sh")               # a migrated copy and its diff
-check_recipe(recipe)                                     # serve / bench / sweep / bisect: errors stop here
+    result = run_lint(LintRequest(source="serve.sh", release="v0.11.0", to="v0.13.0"))
+    print(result.text())                       # the findings, the upgrade's changes, the migrated copy's diff
+    result.write("lint.json")                  # a typed document (kind "lint")
+    result.report.table()                      # one row per setting (pandas)
+
+    check_recipe(recipe)                       # serve / bench / sweep / bisect: errors stop here
+    lint_checkpoint("/ckpt", release="0.18.0") # will the release load this quantized checkpoint?
+
+The input is read once (`inputs.read_input`): '-' reads standard input a single time however many views
+(`--to`, `--fix`) the request asks for.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ascend_backend.npu.config_table import MAIN, ConfigTable, config_table
-from ascend_backend.npu.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 from workbench.lint import fix as fix_mod
 from workbench.lint.checkpoint import CheckpointFinding, findings_text, lint_checkpoint, verdicts
-from workbench.lint.command import LintInputError, ParsedInput, parse_argv, parse_text
+from workbench.lint.command import LintInputError, ParsedInput
 from workbench.lint.findings import Finding, FindingKind
-from workbench.lint.judge import Target, judge
-from workbench.lint.release import resolve_target, vllm_for_tag
-from workbench.results.verdict import Verdict
+from workbench.lint.inputs import LintInput, Reader, read_input, recipe_settings
+from workbench.lint.judge import judge
+from workbench.lint.judge_base import Target, served_model
+from workbench.lint.models import identify
+from workbench.lint.release import installed, resolve_target, vllm_for_tag
+from workbench.lint.reports import LintReport, UpgradeReport
+from workbench.lint.text import checkpoint_text, report_text
+from workbench.results.envelope import DocumentKind, write_result
+from workbench.truth.table import MAIN, ConfigTable, config_table
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from workbench.recipes.serving import ServingRecipe
 
 __all__ = [
+    "LINT_KIND",
     "CheckpointFinding",
     "Finding",
     "FindingKind",
+    "LintInput",
     "LintInputError",
     "LintReport",
+    "LintRequest",
+    "LintResult",
     "UpgradeReport",
     "check_recipe",
     "checkpoint_release",
@@ -47,215 +57,143 @@ __all__ = [
     "lint_recipe",
     "lint_source",
     "lint_upgrade",
-    "read_source",
+    "read_input",
+    "run_lint",
     "verdicts",
     "write_fix",
 ]
 
-COLUMNS = ["line", "setting", "value", "finding", "severity", "reason", "fix", "cite"]
+# The lint's result document. Version 1: release, findings, upgrade changes, checkpoint findings, fix diff.
+LINT_KIND = DocumentKind("lint", 1)
 
 
 @dataclass(frozen=True)
-class LintReport:
-    parsed: ParsedInput
-    target: Target
-    findings: tuple[Finding, ...]
-    source: Path | None = None
+class LintRequest:
+    """What to lint, at which release, and what else to produce. Checked once, here."""
 
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity is Verdict.ERROR]
+    source: str | Path | None = None  # a recipe, a script, '-' (standard input) or the command's text
+    release: str | None = None  # a vllm-ascend release; None: installed, else the stack's, else main
+    to: str | None = None  # also lint at this release and list what changes
+    fix: Path | None = None  # write a migrated copy here (never in place)
+    stack: Mapping[str, Any] | None = None  # a stack fingerprint naming the release
+    stack_source: str = "the stack file"
+    model_type: str | None = None  # the served model's type or architecture when the command cannot say
+    checkpoint: Path | None = None  # lint a quantized checkpoint instead of a command
+    readers: tuple[Reader, ...] = ()  # deployment-file readers tried first on a file (the verb hands deploy's in)
 
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity is Verdict.WARNING]
+    def __post_init__(self) -> None:
+        if (self.source is None) == (self.checkpoint is None):
+            raise WorkbenchError(
+                "give a serving recipe, a script, '-' for standard input or the command in quotes, "
+                "or --checkpoint PATH (one of them, not both)"
+            )
+        if self.checkpoint is not None and (self.to or self.fix):
+            raise WorkbenchError("--to and --fix apply to a command or recipe, not to --checkpoint")
+        for flag, release in (("--release", self.release), ("--to", self.to)):
+            if release is not None:
+                _check_release(flag, release)
+        if self.fix is not None and self.source is not None and Path(str(self.source)).expanduser() == self.fix:
+            raise WorkbenchError(f"--fix {self.fix}: write the migrated copy to another file, never in place")
+
+
+def _check_release(flag: str, release: str) -> None:
+    try:
+        config_table().tag_for(release)
+    except ValueError as exc:
+        raise WorkbenchError(f"{flag} {release!r}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class LintResult:
+    request: LintRequest
+    report: LintReport | None  # None for --checkpoint
+    upgrade: UpgradeReport | None = None
+    fix_diff: str | None = None  # the migrated copy's diff ('' when nothing changed); None: no --fix
+    checkpoint: tuple[CheckpointFinding, ...] = ()
+    checkpoint_release: str | None = None
+    checkpoint_basis: str | None = None
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.errors else 0
+        """0: no error; 1: at least one setting (or checkpoint tensor) fails or does nothing on the release."""
+        if self.report is None:
+            return 1 if any(f.severity == "error" for f in self.checkpoint) else 0
+        return self.report.exit_code
 
-    def records(self) -> list[dict[str, Any]]:
-        return [f.to_dict() for f in self.findings]
+    def to_dict(self) -> dict[str, Any]:
+        if self.report is None:
+            return {
+                "checkpoint": str(self.request.checkpoint),
+                "release": self.checkpoint_release,
+                "release_basis": self.checkpoint_basis,
+                "findings": [f.to_dict() for f in self.checkpoint],
+            }
+        data: dict[str, Any] = {
+            "input": self.report.parsed.where,
+            "release": self.report.target.release,
+            "release_basis": self.report.target.basis,
+            "vllm": self.report.target.vllm_label,
+            "model": self.report.model,
+            "findings": self.report.records(),
+        }
+        if self.upgrade is not None:
+            data["upgrade"] = {
+                "to": self.upgrade.after.target.release,
+                "findings": self.upgrade.after.records(),
+                "changes": self.upgrade.changes(),
+            }
+        if self.fix_diff is not None:
+            data["fix"] = {"out": str(self.request.fix), "diff": self.fix_diff}
+        return data
 
-    def table(self) -> pd.DataFrame:
-        import pandas as pd
+    def write(self, path: str | Path) -> Path:
+        from workbench.stack.provenance import provenance
 
-        rows = [{**f.to_dict(), "value": _short(f.value)} for f in self.findings]
-        return pd.DataFrame(rows, columns=[*COLUMNS, "release", "release_basis"])[COLUMNS]
+        return write_result(Path(path), self.to_dict(), provenance(), LINT_KIND)
 
-    def counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for finding in self.findings:
-            counts[finding.finding.value] = counts.get(finding.finding.value, 0) + 1
-        return counts
-
-    def headline(self) -> str:
-        where = self.parsed.where
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.counts().items()) if k not in {"ok", "foreign"})
-        return (
-            f"{where}: {len(self.findings)} setting(s) at vllm-ascend {self.target.release} "
-            f"({self.target.basis}; vLLM {self.target.vllm_label}: {self.target.vllm_basis}): "
-            f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)" + (f" [{kinds}]" if kinds else "")
-        )
-
-
-@dataclass(frozen=True)
-class UpgradeReport:
-    before: LintReport
-    after: LintReport
-
-    def changes(self) -> list[dict[str, Any]]:
-        """One row per setting of the input whose finding changes between the two releases."""
-        rows, seen = [], set()
-        for occ in self.before.parsed.occurrences:
-            a, b = _covering(self.before, occ), _covering(self.after, occ)
-            key = (occ.line, a.setting if a else None, b.setting if b else None)
-            if key in seen or (a is None and b is None):
-                continue
-            seen.add(key)
-            if a is not None and b is not None and a.finding is b.finding and a.severity is b.severity:
-                if _gist(a.reason) == _gist(b.reason) or a.finding not in _MEANINGFUL:
-                    continue
-            setting = (b or a).setting
-            rows.append(
-                {
-                    "line": occ.line,
-                    "setting": setting,
-                    "value": _short((b or a).value),
-                    f"at {self.before.target.release}": a.finding.value if a else "-",
-                    f"at {self.after.target.release}": b.finding.value if b else "-",
-                    "what changes": b.reason if b is not None else "no finding",
-                    "fix": b.fix if b is not None else "",
-                }
-            )
-        return rows
-
-    def table(self) -> pd.DataFrame:
-        import pandas as pd
-
-        return pd.DataFrame(self.changes())
+    def text(self, show_all: bool = False) -> str:
+        if self.report is None:
+            assert self.request.checkpoint is not None
+            findings = list(self.checkpoint)
+            return checkpoint_text(self.request.checkpoint, findings, self.checkpoint_release, self.checkpoint_basis)
+        fix = None if self.fix_diff is None or self.request.fix is None else (self.request.fix, self.fix_diff)
+        return report_text(self.report, self.upgrade, fix, show_all)
 
 
-# Same class at both releases: only these can still change what the setting does (a new meaning, a
-# different rewrite); a dead setting that stays dead is not news.
-_MEANINGFUL = {FindingKind.OK, FindingKind.REWRITTEN, FindingKind.DEPRECATED, FindingKind.RENAMED}
+def run_lint(request: LintRequest, stdin: TextIO | None = None) -> LintResult:
+    """Lint a command, script or recipe (and its upgrade and migrated copy), or a quantized checkpoint."""
+    if request.checkpoint is not None:
+        release, basis = checkpoint_release(request.release, request.stack, request.stack_source)
+        findings = tuple(lint_checkpoint(request.checkpoint, release, basis))
+        return LintResult(request, None, checkpoint=findings, checkpoint_release=release, checkpoint_basis=basis)
+    read = read_input(request.source, stdin=stdin, readers=request.readers)
+    report = _lint(read, request.release, request)
+    upgrade = UpgradeReport(report, _lint(read, request.to, request)) if request.to else None
+    fix_diff = None
+    if request.fix is not None:
+        fix_diff = write_fix(upgrade.after if upgrade is not None else report, request.fix)
+    return LintResult(request, report, upgrade, fix_diff)
 
 
-def _gist(reason: str) -> str:
-    """A reason without release and vLLM version numbers, so two releases' texts compare on substance."""
-    return re.sub(r"\bv?\d+\.\d+[\w.]*|\bmain\b", "", reason)
+def _lint(read: LintInput, release: str | None, request: LintRequest) -> LintReport:
+    return lint_parsed(
+        read.parsed,
+        release=release,
+        stack=request.stack,
+        stack_source=request.stack_source,
+        recipe=read.recipe,
+        source=read.path,
+        model_type=request.model_type,
+    )
 
 
-def _covering(report: LintReport, occ: Any) -> Finding | None:
-    """The finding that speaks for an occurrence: its own, or its unknown section's."""
-    for finding in report.findings:
-        if finding.line == occ.line and (
-            finding.setting == occ.setting or occ.setting.startswith(finding.setting + ".")
-        ):
-            return finding
-    return None
-
-
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else "" if value is None else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-# -- inputs ------------------------------------------------------------------------------------------------
-
-
-def read_source(
-    source: str | Path, where: str | None = None, readers: tuple[Any, ...] = ()
-) -> tuple[ParsedInput, Path | None, Any]:
-    """(parsed settings, the file or None, the serving recipe when the input is one).
-
-    `source` is a file path (a serving recipe YAML or a shell script), '-' for standard input, or the
-    text of a command itself (anything with a newline or a space that is not an existing path).
-    `readers`: callables (path, text) -> ParsedInput | None tried first on a file, so deployment files
-    (manifests, compose, `--config` YAML, Dockerfiles) are read by `import`'s readers; the verb hands
-    `workbench.deploy.api.lint_reader` in (lint imports no domain above it).
-    """
-    path = None
-    if isinstance(source, str) and source != "-" and "\n" not in source and not Path(source).expanduser().exists():
-        from workbench.settings import recipes_dir
-
-        in_checkout = recipes_dir().parent / source  # 'recipes/examples/x.sh' from any working directory
-        if in_checkout.is_file():
-            source = in_checkout
-    if isinstance(source, Path) or (
-        isinstance(source, str) and source != "-" and "\n" not in source and Path(source).expanduser().is_file()
-    ):
-        path = Path(source).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise LintInputError(f"{path}: cannot read it ({exc.strerror}); check the path") from None
-        except UnicodeDecodeError:
-            raise LintInputError(f"{path}: not a text file; lint reads shell scripts, commands and recipes") from None
-        where = where or str(path)
-    elif source == "-":
-        text, where = sys.stdin.read(), where or "stdin"
-    elif isinstance(source, str) and (" " in source.strip() or "\n" in source):
-        text, where = source, where or "command"
-    else:
-        shipped = _shipped_recipe(str(source))
-        if shipped is None:
-            raise LintInputError(
-                f"{source}: no such file or shipped recipe; give a serving recipe, a shell script, '-' for "
-                "standard input, or the command itself in quotes"
-            )
-        return read_source(shipped, where, readers)
-    for reader in readers if path is not None else ():
-        deployment = reader(path, text)
-        if deployment is not None:
-            return deployment, path, None
-    recipe = _as_recipe(text, path)
-    if recipe is not None:
-        return recipe_settings(recipe, text, where), path, recipe
-    return parse_text(text, where), path, None
-
-
-def _shipped_recipe(name: str) -> Path | None:
-    """recipes/serving/<name>.yaml when `name` is the name of a shipped serving recipe."""
-    from workbench.settings import recipes_dir
-
-    path = recipes_dir() / "serving" / f"{Path(name).stem}.yaml"
-    return path if path.is_file() and "/" not in name else None
-
-
-def _as_recipe(text: str, path: Path | None):
-    """The serving recipe in `text`, or None when it is not YAML describing one."""
-    if path is not None and path.suffix not in (".yaml", ".yml"):
-        return None
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        if path is not None:
-            raise LintInputError(f"{path}: not valid YAML; a serving recipe is YAML, a script is not .yaml") from None
-        return None
-    if not isinstance(data, dict) or "model" not in data:
-        if path is not None:
-            raise LintInputError(f"{path}: a YAML file lint reads is a serving recipe (it has no 'model:' key)")
-        return None
-    from workbench.recipes.reader import validate_recipe
-    from workbench.recipes.serving import ServingRecipe
-
-    return validate_recipe(ServingRecipe, data, path or "recipe")
-
-
-def recipe_settings(recipe: ServingRecipe, text: str = "", where: str | None = None) -> ParsedInput:
-    return parse_argv(recipe.server_args(), dict(recipe.env), where or recipe.name, text)
-
-
-# -- linting ----------------------------------------------------------------------------------------------
+# -- the library calls the use case is made of -------------------------------------------------------------
 
 
 def _target_for(
     table: ConfigTable, recipe: Any, release: str | None, stack: Mapping[str, Any] | None, stack_source: str
 ) -> Target:
-    if recipe is not None and release is None and recipe.device is DeviceKind.CPU:
+    if recipe is not None and release is None and recipe.device.value == "cpu":
         # A CPU recipe runs on this machine's vLLM; no vllm-ascend reads it, so its names are judged at main.
         vllm, vllm_basis = vllm_for_tag(table, MAIN, installed_here=True)
         basis = f"recipe {recipe.name} runs on the CPU: vllm-ascend names judged at main"
@@ -271,10 +209,12 @@ def lint_parsed(
     stack_source: str = "the stack file",
     recipe: Any = None,
     source: Path | None = None,
+    model_type: str | None = None,
 ) -> LintReport:
     table = config_table()
     target = _target_for(table, recipe, release, stack, stack_source)
-    return LintReport(parsed, target, tuple(judge(parsed, table, target)), source)
+    model = identify(served_model(parsed), parsed.value_of("flag.--served-model-name"), model_type)
+    return LintReport(parsed, target, tuple(judge(parsed, table, target, model)), source, model.basis)
 
 
 def lint_source(
@@ -283,18 +223,27 @@ def lint_source(
     release: str | None = None,
     stack: Mapping[str, Any] | None = None,
     stack_source: str = "the stack file",
-    readers: tuple[Any, ...] = (),
+    model_type: str | None = None,
+    readers: tuple[Reader, ...] = (),
 ) -> LintReport:
-    parsed, path, recipe = read_source(source, readers=readers)
-    return lint_parsed(parsed, release=release, stack=stack, stack_source=stack_source, recipe=recipe, source=path)
+    read = read_input(source, readers=readers)
+    return lint_parsed(
+        read.parsed,
+        release=release,
+        stack=stack,
+        stack_source=stack_source,
+        recipe=read.recipe,
+        source=read.path,
+        model_type=model_type,
+    )
 
 
 def lint_upgrade(
-    source: str | Path, release: str | None, to: str, readers: tuple[Any, ...] = (), **kwargs: Any
+    source: str | Path, release: str | None, to: str, readers: tuple[Reader, ...] = (), **kwargs: Any
 ) -> UpgradeReport:
-    parsed, path, recipe = read_source(source, readers=readers)
-    before = lint_parsed(parsed, release=release, recipe=recipe, source=path, **kwargs)
-    after = lint_parsed(parsed, release=to, recipe=recipe, source=path, **kwargs)
+    read = read_input(source, readers=readers)
+    before = lint_parsed(read.parsed, release=release, recipe=read.recipe, source=read.path, **kwargs)
+    after = lint_parsed(read.parsed, release=to, recipe=read.recipe, source=read.path, **kwargs)
     return UpgradeReport(before, after)
 
 
@@ -329,9 +278,7 @@ def checkpoint_release(
 ) -> tuple[str | None, str | None]:
     """(release, basis) for `lint --checkpoint`: --release, else the release this machine or the stack runs
     (`resolve_target`, as for a command); with neither, (None, None): the checkpoint is judged at every tag."""
-    from workbench.lint.release import _installed
-
-    if release is None and stack is None and not (_installed("vllm-ascend") or _installed("vllm_ascend")):
+    if release is None and stack is None and not (installed("vllm-ascend") or installed("vllm_ascend")):
         return None, None
     target = resolve_target(config_table(), release, stack, stack_source)
     return target.release, target.basis

@@ -8,7 +8,7 @@ PATH is a checkpoint directory or a `quant_model_description.json` alone. The li
 description and config.json, the safetensors *headers* (names, dtypes, shapes: 8 bytes + a JSON
 header per file), and the values of the scale tensors only (a few KB: NaN and all-zero scales are
 findings). What the loader accepts per tag comes from the capability table
-`ascend_backend/data/quant_capabilities.json`, every cell cited `file@tag:line` in vllm-ascend's source
+`workbench/truth/data/quant_capabilities.json`, every cell cited `file@tag:line` in vllm-ascend's source
 and checked against the mirror by `scripts/quant_capabilities.py`. Real cases behind the rules
 (vllm-project/vllm-ascend issues): #8367 lm_head.weight, #5794 an MTP layer without entries, #6481 /
 #7076 dense W4A16, #8770 W4A8 group size, #13713 W4A8 linear on main, #2144 C8 tensor names, #6980 NaN
@@ -20,368 +20,25 @@ finding (rule id), severity, reason, fix, cite -- the record of the lint verb.
 
 from __future__ import annotations
 
-import json
-import re
-import struct
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from functools import cache
-from importlib import resources
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.lint.checkpoint_files import DESCRIPTION_FILE, bad_scales, read_checkpoint, safetensors_header
+from workbench.lint.checkpoint_judge import CheckpointFinding, CheckpointJudge, capability_table, resolve_release
+from workbench.lint.checkpoint_rules import compressed_tensors_rules, format_rules, msmodelslim_rules, scale_rules
 
-DESCRIPTION_FILE = "quant_model_description.json"
+__all__ = [
+    "CheckpointFinding",
+    "capability_table",
+    "findings_text",
+    "lint_checkpoint",
+    "read_checkpoint",
+    "resolve_release",
+    "safetensors_header",
+    "verdicts",
+]
 SEVERITY_ORDER = {"pass": 0, "warning": 1, "error": 2}
-# msmodelslim's description keys that describe the model, not a tensor (ascend_backend.quantization.msmodelslim)
-MODEL_KEYS = frozenset({"model_quant_type", "version", "group_size", "kv_quant_type", "kv_cache_type", "fa_quant_type",
-                        "indexer_quant_type", "reduce_quant_type", "metadata", "optional"})  # fmt: skip
-LINEAR = re.compile(r"^(?P<stem>.*\.(?:self_attn|mlp|attn))\.(?P<leaf>\w+_proj)$")
-FUSED = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
-
-
-@dataclass(frozen=True)
-class CheckpointFinding:
-    setting: str  # "<file>:<key or tensor>"
-    value: str
-    release: str  # the tag judged
-    release_basis: str  # why that tag
-    finding: str  # rule id
-    severity: str  # warning | error
-    reason: str
-    fix: str
-    cite: str  # file@tag:line in vllm-ascend
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-
-# -- the capability table -------------------------------------------------------------------------------
-
-
-@cache
-def capability_table() -> dict[str, Any]:
-    path = resources.files("ascend_backend") / "data" / "quant_capabilities.json"
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _version(tag: str):
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(tag.lstrip("v"))
-    except InvalidVersion:
-        return None
-
-
-def resolve_release(release: str | None, basis: str | None = None) -> list[tuple[str, str]]:
-    """(tag, basis) to judge: every tag of the table for None; else the tag itself, main, or -- as the
-    config-truth lint places a release (`ConfigTable.tag_for`) -- main's column for a release newer than
-    the newest tag read and the newest older tag's column otherwise."""
-    tags = capability_table()["tags"]
-    if release is None:
-        return [(tag, basis or "no release named: every tag of the capability table") for tag in tags]
-    said = basis or f"--release {release}"
-    text = str(release).strip()
-    for tag in (text, f"v{text}", text.lower()):
-        if tag in tags:
-            return [(tag, said)]
-    wanted = _version(text)
-    if wanted is None:
-        raise WorkbenchError(
-            f"--release {release!r}: give a vllm-ascend version such as 0.18.0, or one of {', '.join(tags)}"
-        )
-    numbered = [(t, _version(t)) for t in tags if _version(t) is not None]
-    if wanted > numbered[-1][1]:
-        return [("main", f"{said}: newer than {numbered[-1][0]}, the newest tag read, so main's column")]
-    older = [t for t, v in numbered if v <= wanted]
-    if not older:
-        raise WorkbenchError(f"--release {release}: older than the first tag the table reads ({tags[0]})")
-    return [(older[-1], f"{said}: judged by {older[-1]}, the newest tag read before it")]
-
-
-def _cell(row_id: str, tag: str) -> dict[str, Any]:
-    row = next((r for r in capability_table()["rows"] if r["id"] == row_id), None)
-    if row is None:
-        raise KeyError(f"capability table has no row {row_id!r}")
-    return row["tags"][tag]
-
-
-# -- reading the checkpoint -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Checkpoint:
-    root: Path
-    description: dict[str, Any] | None
-    description_error: str | None
-    config: dict[str, Any] | None
-    tensors: dict[str, tuple[str, tuple[int, ...], Path]]  # name -> (dtype, shape, file)
-
-    @property
-    def quantization_config(self) -> dict[str, Any] | None:
-        quant = (self.config or {}).get("quantization_config")
-        return quant if isinstance(quant, dict) else None
-
-
-def safetensors_header(file: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """name -> (dtype, shape) from a safetensors file's header alone (8-byte length, then JSON)."""
-    try:
-        with file.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            if length > 100 * 1024 * 1024:
-                raise ValueError(f"header length {length} is not plausible")
-            header = json.loads(handle.read(length))
-    except (OSError, ValueError, struct.error) as exc:
-        raise WorkbenchError(f"{file}: not a readable safetensors file ({exc}); re-copy the checkpoint") from None
-    return {k: (v["dtype"], tuple(v["shape"])) for k, v in header.items() if k != "__metadata__"}
-
-
-def _json_file(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkbenchError(f"{path}: cannot read it ({exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = " (a trailing comma before '}' or ']'?)" if re.search(r",\s*[}\]]", text) else ""
-        return None, f"line {exc.lineno} column {exc.colno}: {exc.msg}{hint}"
-    if not isinstance(data, dict):
-        return None, "the file is JSON but not an object of name -> value"
-    return data, None
-
-
-def read_checkpoint(path: Path) -> _Checkpoint:
-    path = Path(path).expanduser()
-    if path.is_file():
-        root, description_file = path.parent, path
-    elif path.is_dir():
-        root, description_file = path, path / DESCRIPTION_FILE
-    else:
-        raise WorkbenchError(f"--checkpoint {path}: no such file or directory; give a checkpoint directory or its "
-                             f"{DESCRIPTION_FILE}")  # fmt: skip
-    description, error = _json_file(description_file) if description_file.is_file() else (None, None)
-    config = _json_file(root / "config.json")[0] if (root / "config.json").is_file() else None
-    tensors: dict[str, tuple[str, tuple[int, ...], Path]] = {}
-    if path.is_dir():
-        for file in sorted(root.glob("*.safetensors")):
-            for name, (dtype, shape) in safetensors_header(file).items():
-                tensors[name] = (dtype, shape, file)
-    return _Checkpoint(root, description, error, config, tensors)
-
-
-def _bad_scales(ckpt: _Checkpoint) -> list[tuple[str, str]]:
-    """(tensor, what is wrong) for scale tensors holding NaN/Inf or only zeros (their values are read)."""
-    from safetensors import safe_open
-
-    found = []
-    by_file: dict[Path, list[str]] = {}
-    for name, (_, _, file) in ckpt.tensors.items():
-        leaf = name.rsplit(".", 1)[-1]
-        if leaf in (
-            "weight_scale",
-            "input_scale",
-            "deq_scale",
-            "kv_cache_scale",
-            "weight_scale_second",
-        ) or leaf.endswith("antiquant_scale"):
-            by_file.setdefault(file, []).append(name)
-    for file, names in by_file.items():
-        with safe_open(str(file), framework="pt") as handle:
-            for name in names:
-                values = handle.get_tensor(name)
-                values = values.float() if values.is_floating_point() else values.view(-1)
-                if values.is_floating_point() and not bool(values.isfinite().all()):
-                    found.append((name, f"{int((~values.isfinite()).sum())} of {values.numel()} values are NaN or Inf"))
-                elif values.numel() and bool((values == 0).all()):
-                    found.append((name, "every value is 0"))
-    return found
-
-
-# -- the rules ------------------------------------------------------------------------------------------
-
-
-class _Judge:
-    def __init__(self, ckpt: _Checkpoint, tag: str, basis: str):
-        self.ckpt, self.tag, self.basis = ckpt, tag, basis
-        self.findings: list[CheckpointFinding] = []
-
-    def add(self, setting: str, value: str, row: str | None, finding: str, severity: str, reason: str, fix: str,
-            cite: str | None = None) -> None:  # fmt: skip
-        cite = cite or (_cell(row, self.tag)["cite"] if row else "")
-        self.findings.append(CheckpointFinding(setting, value, self.tag, self.basis, finding, severity, reason, fix,
-                                               cite))  # fmt: skip
-
-    def supported(self, row: str) -> bool:
-        return bool(_cell(row, self.tag)["supported"])
-
-
-def _entries(description: Mapping[str, Any]) -> dict[str, str]:
-    return {k: v for k, v in description.items() if k not in MODEL_KEYS and isinstance(v, str)}
-
-
-def _format_rules(j: _Judge) -> None:
-    ckpt = j.ckpt
-    quant = ckpt.quantization_config
-    ct = quant is not None and quant.get("quant_method") == "compressed-tensors"
-    if ckpt.description is not None and ct:
-        j.add(f"{DESCRIPTION_FILE} + config.json:quantization_config", "both", "detect.ascend_first", "two_formats",
-              "warning", "the directory holds an msmodelslim description and a compressed-tensors config; vllm-ascend "
-              "loads it as 'ascend' from the description and ignores config.json's quantization_config",
-              "keep one format: delete quantization_config from config.json, or the description file")  # fmt: skip
-    if ct and ckpt.description is None and not j.supported("format.compressed_tensors"):
-        j.add("config.json:quantization_config.quant_method", "compressed-tensors", "format.compressed_tensors",
-              "format_unsupported", "error", f"vllm-ascend {j.tag} serves only the 'ascend' (msmodelslim) format",
-              "re-export with `ascend-workbench quantize --format msmodelslim`, or deploy v0.13.0 or newer")  # fmt: skip
-
-
-def _msmodelslim_rules(j: _Judge) -> None:
-    description = j.ckpt.description or {}
-    entries = _entries(description)
-    by_type: dict[str, list[str]] = {}
-    for name, kind in sorted(entries.items()):
-        prefix = name[: -len(".weight")] if name.endswith(".weight") else None
-        if prefix is not None and kind != "FLOAT" and LINEAR.match(prefix):
-            by_type.setdefault(kind, []).append(name)
-    for kind, names in sorted(by_type.items()):
-        row = f"linear.{kind}"
-        setting, value = f"{DESCRIPTION_FILE}:{names[0]}", f"{kind} ({len(names)} linears)"
-        if not any(r["id"] == row for r in capability_table()["rows"]):
-            j.add(setting, value, None, "unknown_type", "warning",
-                  f"{kind} is not in the capability table; the loader may not know it",
-                  "check the release's quantization methods", _cell("linear.W8A8", j.tag)["cite"])  # fmt: skip
-        elif not j.supported(row):
-            j.add(setting, value, row, "linear_type_unsupported", "error",
-                  f"vllm-ascend {j.tag} has no {kind} method for a dense linear", _type_fix(kind))  # fmt: skip
-    if "lm_head.weight" not in description and not j.supported("lookup.lm_head_guarded"):
-        j.add(f"{DESCRIPTION_FILE}:lm_head.weight", "absent", "lookup.lm_head_guarded", "lm_head_entry_missing",
-              "error", f"vLLM builds lm_head with the quantization config (tied or not) and vllm-ascend {j.tag} looks "
-              "up quant_description['lm_head.weight']: KeyError at start-up",
-              'add "lm_head.weight": "FLOAT" to the description (ascend-workbench quantize writes it)')  # fmt: skip
-    _missing_entries(j, entries)
-    _fused_rules(j, entries)
-    _w4a8_rules(j, description, entries)
-    _c8_rules(j, description)
-
-
-def _type_fix(kind: str) -> str:
-    if kind == "W4A16":
-        return "vllm-ascend runs W4A16 on MoE experts only: quantize dense layers W8A8 / W8A8_DYNAMIC (or W8A16)"
-    if kind == "W8A16":
-        return "deploy vllm-ascend v0.13.0 or newer, or quantize these layers W8A8_DYNAMIC"
-    if kind == "W4A8_DYNAMIC":
-        return "W4A8 dense linears are gone on main: use W8A8_DYNAMIC, or a release up to v0.25.1rc1"
-    return "quantize these layers with a type the release lists"
-
-
-def _missing_entries(j: _Judge, entries: Mapping[str, str]) -> None:
-    stored = [n for n, (dtype, shape, _) in j.ckpt.tensors.items() if n.endswith(".weight") and len(shape) == 2]
-    missing = [n for n in stored if LINEAR.match(n[: -len(".weight")]) and n not in entries]
-    if missing:
-        j.add(f"{DESCRIPTION_FILE}:{missing[0]}", f"absent ({len(missing)} linear weights without an entry)",
-              "lookup.linear_entry", "linear_entry_missing", "error",
-              f"vllm-ascend {j.tag} looks up every linear's '<prefix>.weight' in the description (an MTP or extra "
-              f"layer the exporter skipped raises KeyError), e.g. {missing[0]}",
-              "re-export the description with every layer, or add the missing entries (FLOAT if left unquantized)")  # fmt: skip
-
-
-def _fused_rules(j: _Judge, entries: Mapping[str, str]) -> None:
-    stems = {LINEAR.match(n[:-7])["stem"] for n in entries if n.endswith(".weight") and LINEAR.match(n[:-7])}
-    for stem in sorted(stems):
-        for group in FUSED:
-            kinds = {leaf: entries.get(f"{stem}.{leaf}.weight") for leaf in group}
-            present = {k: v for k, v in kinds.items() if v is not None}
-            if len(set(present.values())) > 1:
-                j.add(f"{DESCRIPTION_FILE}:{stem}.{group[0]}.weight", json.dumps(present), "fused.same_type",
-                      "fused_types_differ", "error", f"vLLM fuses {'/'.join(group)} into one layer; vllm-ascend "
-                      f"{j.tag} raises 'Not all shards ... same quant type'",
-                      "give the fused shards one type (keep all of them FLOAT or all quantized)")  # fmt: skip
-
-
-def _w4a8_rules(j: _Judge, description: Mapping[str, Any], entries: Mapping[str, str]) -> None:
-    if not j.supported("w4a8.group_size_default"):
-        return  # no W4A8 dense linear at this tag (linear_type_unsupported says so)
-    group = description.get("group_size", 256)
-    for name, kind in sorted(entries.items()):
-        if kind != "W4A8_DYNAMIC" or not name.endswith(".weight"):
-            continue
-        second = j.ckpt.tensors.get(name[: -len(".weight")] + ".weight_scale_second")
-        if second is None or not isinstance(group, int) or group < 1:
-            continue
-        in_features = _input_size(j.ckpt, name)
-        expected = in_features // group if in_features else None
-        if expected is not None and second[1][-1] != expected:
-            stored_group = in_features // second[1][-1] if second[1][-1] else 0
-            j.add(f"{DESCRIPTION_FILE}:group_size", str(description.get("group_size", "absent (256)")),
-                  "w4a8.group_size_default", "w4a8_group_size_mismatch", "error",
-                  f"{name[:-7]}.weight_scale_second has {second[1][-1]} groups (group size {stored_group}); "
-                  f"vllm-ascend {j.tag} allocates {expected} from group_size {group}: a shape error at load",
-                  f'write "group_size": {stored_group} into the description')  # fmt: skip
-            return
-
-
-def _input_size(ckpt: _Checkpoint, weight_name: str) -> int | None:
-    scale = ckpt.tensors.get(weight_name[: -len(".weight")] + ".weight_scale_second")
-    weight = ckpt.tensors.get(weight_name)
-    if weight is None or scale is None:
-        return None
-    # W4A8 packs two int4 per int8 along the output dim (new format) or stores int8 [out, in]: in is the last dim
-    return int(weight[1][-1])
-
-
-def _c8_rules(j: _Judge, description: Mapping[str, Any]) -> None:
-    names = list(j.ckpt.tensors)
-    antiquant = [n for n in names if n.endswith(("key_antiquant_scale", "value_antiquant_scale"))]
-    cache_scale = [n for n in names if n.endswith(("kv_cache_scale", "kv_cache_offset"))]
-    layouts = []
-    if description.get("kv_quant_type") == "C8":
-        layouts.append(("kv_quant_type", "kv.c8_antiquant", antiquant, "<attn>.key_antiquant_scale"))
-    if description.get("kv_cache_type") == "C8":
-        layouts.append(("kv_cache_type", "kv.c8_cache_scale", cache_scale, "k_proj/v_proj.kv_cache_scale"))
-    for key, row, tensors, expected in layouts:
-        if not j.supported(row):
-            other = "kv.c8_cache_scale" if row == "kv.c8_antiquant" else "kv.c8_antiquant"
-            hint = ("this release reads C8 as kv_cache_type with k_proj/v_proj.kv_cache_scale" if j.supported(
-                "kv.c8_cache_scale") else "this release reads C8 as kv_quant_type with key/value_antiquant_scale"
-                if j.supported("kv.c8_antiquant") else "this release has no C8 KV cache")  # fmt: skip
-            j.add(f"{DESCRIPTION_FILE}:{key}", "C8", row, "c8_layout_unsupported", "error",
-                  f"vllm-ascend {j.tag} does not read C8 written as {key} ({expected}): {hint}",
-                  "export C8 in the layout of the release you deploy (see the loader line), or drop C8",
-                  _cell(other if j.supported(other) else row, j.tag)["cite"])  # fmt: skip
-        elif not tensors and j.ckpt.tensors:
-            j.add(
-                f"{DESCRIPTION_FILE}:{key}",
-                "C8",
-                row,
-                "c8_scales_missing",
-                "error",
-                f"{key} is C8 but no {expected} tensor is stored",
-                "re-export the KV scales with the checkpoint",
-            )
-
-
-def _compressed_tensors_rules(j: _Judge) -> None:
-    quant = j.ckpt.quantization_config or {}
-    if quant.get("quant_method") != "compressed-tensors" or not j.supported("ct.static_symmetric_only"):
-        return
-    for name, group in sorted((quant.get("config_groups") or {}).items()):
-        inputs = (group or {}).get("input_activations") or {}
-        if inputs and not inputs.get("dynamic") and inputs.get("strategy") == "tensor" and not inputs.get("symmetric"):
-            j.add(f"config.json:quantization_config.config_groups.{name}.input_activations.symmetric", "false",
-                  "ct.static_symmetric_only", "ct_static_asymmetric", "error",
-                  f"vllm-ascend {j.tag} maps a static compressed-tensors group to W8A8 only when its inputs are "
-                  "symmetric; this group has a zero point and finds no scheme",
-                  "re-quantize with symmetric static inputs (ascend-workbench quantize does by default)")  # fmt: skip
-
-
-def _scale_rules(j: _Judge, bad: Sequence[tuple[str, str]]) -> None:
-    for name, what in bad:
-        file = j.ckpt.tensors[name][2].name
-        j.add(f"{file}:{name}", what, "scales.weight_scale", "bad_scale", "error",
-              "the kernel multiplies by this scale: NaN spreads to every output it touches, zero silences the layer",
-              "re-run calibration (a layer whose inputs were all zero or held NaN), or keep the layer FLOAT")  # fmt: skip
 
 
 def lint_checkpoint(path: str | Path, release: str | None = None, basis: str | None = None) -> list[CheckpointFinding]:
@@ -389,23 +46,31 @@ def lint_checkpoint(path: str | Path, release: str | None = None, basis: str | N
     `basis` says why that release (the lint verb's release resolution); it is carried on every finding."""
     ckpt = read_checkpoint(Path(path))
     if ckpt.description is None and ckpt.description_error is None and ckpt.quantization_config is None:
-        raise WorkbenchError(f"--checkpoint {path}: neither {DESCRIPTION_FILE} nor a quantization_config in "
-                             "config.json; this is not a quantized checkpoint")  # fmt: skip
-    bad = _bad_scales(ckpt) if ckpt.tensors else []
+        raise WorkbenchError(
+            f"--checkpoint {path}: neither {DESCRIPTION_FILE} nor a quantization_config in "
+            "config.json; this is not a quantized checkpoint"
+        )
+    bad = bad_scales(ckpt) if ckpt.tensors else []
     findings: list[CheckpointFinding] = []
     for tag, why in resolve_release(release, basis):
-        j = _Judge(ckpt, tag, why)
+        j = CheckpointJudge(ckpt, tag, why)
         if ckpt.description_error is not None:
-            j.add(DESCRIPTION_FILE, ckpt.description_error, "format.description_file", "description_not_json", "error",
-                  f"vllm-ascend json-loads the description at start-up: {ckpt.description_error}",
-                  "fix the JSON (real exports often carry a trailing comma) and lint again")  # fmt: skip
+            j.add(
+                DESCRIPTION_FILE,
+                ckpt.description_error,
+                "format.description_file",
+                "description_not_json",
+                "error",
+                f"vllm-ascend json-loads the description at start-up: {ckpt.description_error}",
+                "fix the JSON (real exports often carry a trailing comma) and lint again",
+            )
         else:
-            _format_rules(j)
+            format_rules(j)
             if ckpt.description is not None:
-                _msmodelslim_rules(j)
+                msmodelslim_rules(j)
             else:
-                _compressed_tensors_rules(j)
-            _scale_rules(j, bad)
+                compressed_tensors_rules(j)
+            scale_rules(j, bad)
         findings += j.findings
     return findings
 
@@ -426,6 +91,8 @@ def findings_text(findings: Sequence[CheckpointFinding]) -> str:
         return "no findings: the checkpoint loads at every release judged"
     lines = []
     for f in findings:
-        lines.append(f"[{f.severity}] {f.release}: {f.setting} = {f.value}\n    {f.reason}\n    fix: {f.fix}\n"
-                     f"    loader: {f.cite}")  # fmt: skip
+        lines.append(
+            f"[{f.severity}] {f.release}: {f.setting} = {f.value}\n    {f.reason}\n    fix: {f.fix}\n"
+            f"    loader: {f.cite}"
+        )
     return "\n".join(lines)

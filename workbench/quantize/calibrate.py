@@ -19,6 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ascend_backend.models import Executor, SamplingParams
+from ascend_backend.models.executor import default_block_size
 from ascend_backend.quantization import ActivationRange, observe_linear_inputs
 from workbench.errors import WorkbenchError
 from workbench.evaluate import datasets
@@ -60,7 +61,7 @@ def observe_ranges(
     Prefix caching is off so that every token of every sample passes every layer (a cache hit would
     skip the shared prefix); one token is sampled per prompt, so the vocabulary projection runs once.
     """
-    block_size = 32
+    block_size = default_block_size("cpu")  # calibration runs in float32 on the CPU (the accuracy reference)
     executor = Executor.from_pretrained(
         model_dir,
         dtype=torch.float32,

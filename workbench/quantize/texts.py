@@ -125,6 +125,7 @@ def greedy_continuations(
 ) -> dict[str, ScoredText]:
     """Each text's prompt (ids[:start]) continued greedily by the float model for `tokens` tokens."""
     from ascend_backend.models import Executor, SamplingParams
+    from ascend_backend.models.executor import default_block_size
 
     prompts = {t.id: t.ids[: t.start] for t in texts}
     key = "greedy:" + digest({"model": model.identity, "prompts": sorted(prompts.items()), "tokens": tokens})
@@ -132,10 +133,11 @@ def greedy_continuations(
     if stored is None:
         model.apply({})
         longest = max(len(p) for p in prompts.values()) + tokens
+        block = default_block_size(next(model.model.parameters()).device)  # 128 on an NPU, 32 elsewhere
         executor = Executor(
             model.model,
-            block_size=32,
-            num_blocks=(longest // 32 + 2) * min(len(prompts), 8) + 2,
+            block_size=block,
+            num_blocks=(longest // block + 2) * min(len(prompts), 8) + 2,
             enable_prefix_caching=False,
         )
         ids = list(prompts)

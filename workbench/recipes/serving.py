@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ascend_backend.kv_cache.sizing import utilization_warning
-from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.platform.kinds import DeviceKind
+from workbench.recipes.cluster import ClusterSpec, cluster_dir
 from workbench.recipes.reader import Frozen, load_recipe_file, resolve_recipe_path, validate_recipe
 from workbench.settings import recipes_dir
 
@@ -165,6 +166,7 @@ class ServingRecipe(Frozen):
     engine: EngineArgs = EngineArgs()
     env: dict[str, str] = {}
     dump: EngineDump | None = None
+    cluster: ClusterSpec | None = None  # several nodes on this machine (recipes/cluster/, docs/METHOD.md §20)
     source: Path | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
@@ -263,7 +265,10 @@ def list_serving_recipes() -> list[str]:
 
 
 def resolve_serving_path(name_or_path: str | Path) -> Path:
-    """A recipe file from a path, or from a shipped name such as 'cpu-tiny'."""
+    """A recipe file from a path, or from a shipped name such as 'cpu-tiny' (or a cluster recipe's, 'cpu-tiny-dp2')."""
+    shipped_cluster = cluster_dir() / f"{name_or_path}.yaml"
+    if not Path(name_or_path).expanduser().is_file() and shipped_cluster.is_file():
+        return shipped_cluster
     return resolve_recipe_path(serving_dir(), name_or_path, "serving recipe")
 
 

@@ -4,8 +4,8 @@ for, in one place so the Python rules and the text rules agree.
 This module only *recognises* things (name -> rule id). What a rule means on Ascend is in the mapping
 table, policy/scan/cuda-mapping.yaml. Lists of vLLM names were read from vLLM 0.32.0
 (`vllm/v1/attention/backends/registry.py`, `vllm/model_executor/layers/quantization/__init__.py`,
-`vllm/envs.py`); the quantization methods vllm-ascend accepts come from `NPUPlatform.supported_quantization`
-in vllm-ascend v0.23.0 `vllm_ascend/platform.py`.
+`vllm/envs.py`). Which quantization methods vllm-ascend refuses is not listed here: it comes from the
+capability table lint shares (workbench.truth.capabilities), read from every release's source.
 """
 
 from __future__ import annotations
@@ -295,27 +295,14 @@ def is_cuda_attention_backend(value: str) -> bool:
     return _CUDA_ATTENTION_RE.fullmatch(value.upper()) is not None
 
 
-# Quantization methods vllm-ascend v0.23.0 accepts (NPUPlatform.supported_quantization).
-ASCEND_QUANTIZATION = frozenset({"ascend", "compressed-tensors", "fp8", "deepseek_v4_fp8"})
-# Methods vLLM knows (0.32.0's QuantizationMethods plus names older releases accepted).
-VLLM_QUANTIZATION = (
-    frozenset(
-        (
-            "awq auto_awq awq_marlin gptq auto_gptq gptq_marlin gptq_marlin_24 gptq_bitblas awq_bitblas marlin "
-            "bitblas fbgemm_fp8 fp_quant modelopt modelopt_fp4 modelopt_mxfp8 modelopt_mixed humming experts_int8 "
-            "moe_wna16 mxfp4 gpt_oss_mxfp4 bitsandbytes gguf squeezellm aqlm exl2 deepspeedfp hqq qqq ptpc_fp8 "
-            "fp8_per_tensor fp8_per_block fp8_per_channel nvfp4_per_token mxfp8 int8_per_channel_weight_only "
-            "torchao quark inc tpu_int8 ipex petit_nvfp4 rtn online deepseek_v4_fp8"
-        ).split()
-    )
-    | ASCEND_QUANTIZATION
-)
-
-
 def is_unsupported_quantization(value: str) -> bool:
-    """A quantization method vLLM knows that vllm-ascend does not accept."""
-    value = value.lower()
-    return value in VLLM_QUANTIZATION and value not in ASCEND_QUANTIZATION
+    """A quantization method vLLM knows that vllm-ascend refuses at its newest release: the same verdict
+    `lint --quantization` gives (workbench.truth.capabilities: vLLM's parser choices and
+    NPUPlatform.supported_quantization, read per tag)."""
+    from workbench.truth.capabilities import unsupported_quantization
+    from workbench.truth.table import config_table
+
+    return unsupported_quantization(config_table(), value) is not None
 
 
 def is_fp8_kv_cache(value: str) -> bool:

@@ -145,7 +145,7 @@ class ScanMapping(Frozen):
 def graph_option_rules(detail: str) -> str:
     """'cudagraph_mode FULL_AND_PIECEWISE' -> '; vllm-ascend v0.11.0rc0..v0.20.2rc1 rewrites it to PIECEWISE
     (...)': the config-truth table's rules on that compilation_config key whose condition the value meets."""
-    from ascend_backend.npu.config_table import config_table
+    from workbench.truth.table import config_table
 
     key, _, value = detail.strip().partition(" ")
     key = key.lstrip("-").replace("-", "_")

@@ -11,6 +11,7 @@ stops its whole process group.
 
 from __future__ import annotations
 
+from workbench.serving.cluster import check_cluster_recipe, cluster_bundles
 from workbench.serving.crash import CrashReport, ServerFailure
 from workbench.serving.device_groups import kv_budget_flag, local_pool, parse_devices, resolve_parallel
 from workbench.serving.hang import HANG_AFTER_S, HangWatchdog, ServerHung
@@ -34,6 +35,8 @@ __all__ = [
     "SmokeReport",
     "Workload",
     "attach",
+    "check_cluster_recipe",
+    "cluster_bundles",
     "connect",
     "kv_budget_flag",
     "launch",

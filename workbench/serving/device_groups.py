@@ -369,8 +369,8 @@ class DevicePool:
 
 def device_count(kind: DeviceKind) -> int:
     """How many cards of `kind` the runtime sees here: the default device list when no variable names them."""
-    from ascend_backend.npu.device import detect
-    from ascend_backend.npu.kinds import DeviceKind
+    from ascend_backend.platform.device import detect
+    from ascend_backend.platform.kinds import DeviceKind
 
     info = detect()
     if info.kind.value != kind.value or info.kind is DeviceKind.CPU:

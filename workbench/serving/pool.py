@@ -61,14 +61,17 @@ class PoolRecord:
     tensor_parallel_size: int = 1
     in_process_worker: bool = False
     holders: tuple[int, ...] = ()  # pids of the processes holding a lease now
+    extra_pids: tuple[int, ...] = ()  # a cluster's other nodes, each leading its own group (serving.cluster)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"holders": list(self.holders)}
+        return asdict(self) | {"holders": list(self.holders), "extra_pids": list(self.extra_pids)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PoolRecord:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known | {"holders": tuple(known.get("holders", ()))})
+        return cls(
+            **known | {"holders": tuple(known.get("holders", ())), "extra_pids": tuple(known.get("extra_pids", ()))}
+        )
 
 
 class EnginePool:
@@ -117,7 +120,7 @@ class EnginePool:
         stopped = []
         for record in self.records():
             with exclusive_lock(self._lock_path(record.fingerprint)):
-                _stop_group(record.pid)
+                _stop_record(record)
                 self._record_path(record.fingerprint).unlink(missing_ok=True)
             stopped.append(record)
         return stopped
@@ -168,7 +171,7 @@ class EnginePool:
         with exclusive_lock(self._lock_path(fingerprint)):
             record = self._read(fingerprint)
             if record is not None:
-                _stop_group(record.pid)
+                _stop_record(record)
                 self._record_path(fingerprint).unlink(missing_ok=True)
 
     def make_room(self, keep: str, others: int = 0) -> list[PoolRecord]:
@@ -180,7 +183,7 @@ class EnginePool:
             with exclusive_lock(self._lock_path(record.fingerprint)):
                 current = self._read(record.fingerprint)
                 if current is not None and not any(alive(p) for p in current.holders):
-                    _stop_group(current.pid)
+                    _stop_record(current)
                     self._record_path(current.fingerprint).unlink(missing_ok=True)
                     stopped.append(current)
         return stopped
@@ -202,6 +205,12 @@ def active_pool() -> EnginePool | None:
     """The pool this process leases from (ASCEND_WORKBENCH_ENGINE_POOL), or None."""
     directory = settings.engine_pool_dir()
     return EnginePool(directory) if directory is not None else None
+
+
+def _stop_record(record: PoolRecord) -> None:
+    """Stop a pooled server's group, and every other node's group of a pooled cluster."""
+    for pgid in (*record.extra_pids, record.pid):
+        _stop_group(pgid)
 
 
 def _stop_group(pgid: int, grace_s: float = TERM_GRACE_S) -> None:

@@ -1,17 +1,17 @@
 """Device names as users give them ('auto', 'cpu', 'cuda:0', 'npu:0') -> a usable torch.device.
 
-The one resolver for every verb, notebook and runner: 'auto' is the device `ascend_backend.npu.device`
+The one resolver for every verb, notebook and runner: 'auto' is the device `ascend_backend.platform.device`
 detects (NPU, else CUDA, else CPU); an NPU that cannot be used says why and how to fix it (the reason
-`ascend_backend.npu.device` kept when torch_npu failed to import); a CUDA name without a GPU says so.
+`ascend_backend.platform.device` kept when torch_npu failed to import); a CUDA name without a GPU says so.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ascend_backend.npu import device as npu_device
-from ascend_backend.npu.device import detect
-from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.platform import device as npu_device
+from ascend_backend.platform.device import detect
+from ascend_backend.platform.kinds import DeviceKind
 from workbench.errors import WorkbenchError
 
 

@@ -1,6 +1,6 @@
 """Which NPU kernel each op runs on a stack, and what changes between two stacks, releases, chips or graph modes.
 
-The answers come from ascend_backend's kernel-selection table (`ascend_backend.npu.kernels`: one row per
+The answers come from ascend_backend's kernel-selection table (`ascend_backend.platform.kernels`: one row per
 vllm-ascend release range, chip family, op or attention state and graph mode, each cited from
 vllm-ascend's source). The workbench adds reading stacks from files, the comparison, and side specs:
 
@@ -30,9 +30,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from ascend_backend.npu import kernels
-from ascend_backend.npu.kernels import CallFacts, GraphMode, KernelChoice, SelectionContext, chip_family
-from ascend_backend.npu.kernels.context import CHECKPOINTS
+from ascend_backend.platform import kernels
+from ascend_backend.platform.kernels import CallFacts, GraphMode, KernelChoice, SelectionContext, chip_family
+from ascend_backend.platform.kernels.context import CHECKPOINTS
 from workbench.errors import WorkbenchError
 from workbench.results.envelope import provenance_of
 
@@ -206,7 +206,7 @@ def side_context(spec: str | Path, base: SelectionContext) -> SelectionContext:
         )
     overrides = tuple((("arch" if k == "arch" else k), v) for k, v in items if k not in ("torch_npu",))
     try:
-        from ascend_backend.npu.kernels.context import apply_override
+        from ascend_backend.platform.kernels.context import apply_override
 
         context = apply_override(context, tuple((k, v) for k, v in overrides if not (k == "cann" and stack_facts)))
     except ValueError as exc:

@@ -50,7 +50,7 @@ from workbench.serving.load.workload import (
     import_tokenizer_library_in_background,
     load_tokenizer,
 )
-from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server, plan_launch, start
+from workbench.serving.server import AFTER_FAILED_REQUESTS_S, Server, launch, plan_launch, start
 from workbench.stack.provenance import provenance
 from workbench.sweep.analysis import format_value
 from workbench.sweep.server_metrics import MetricsSampler
@@ -183,10 +183,14 @@ class ConfigMeasurer:
         env, args = dict(self.extra_env), ()
         if self.spec.profile:  # the profiler is configured; it records only inside each point's own window
             env, args = {**point_profiles.SERVER_ENV, **env}, point_profiles.server_args(self.out_dir, point.server_key)
-        plan = plan_launch(
-            point.recipe, extra_env=env, extra_args=args, log_dir=self.out_dir / "server-logs", group=group
-        )
-        server = start(plan, progress=False)
+        if point.recipe.cluster is not None:  # a cluster recipe starts its own nodes (workbench.serving.cluster)
+            logs = self.out_dir / "server-logs"
+            server = launch(point.recipe, extra_env=env, extra_args=args, log_dir=logs, progress=False, pooled=False)
+        else:
+            plan = plan_launch(
+                point.recipe, extra_env=env, extra_args=args, log_dir=self.out_dir / "server-logs", group=group
+            )
+            server = start(plan, progress=False)
         return _ServerStart(server, time.monotonic() - started, started_at, server_version(server.url))
 
     def _measure(

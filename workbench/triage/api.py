@@ -1,15 +1,20 @@
-"""The triage API: what `ascend-workbench triage` calls (and, through `workbench.serving.crash`, every verb
-that starts a server).
+"""The triage API: one use case for `ascend-workbench triage` and the notebooks (and, through
+`workbench.serving.crash`, every verb that starts a server).
 
-    report = triage_paths(["server.log", "~/ascend/log/debug"], load_knowledge_base())
-    print(render_text(report))
+    result = run_triage(TriageRequest(paths=("server.log", "~/ascend/log/debug")))
+    print(result.text())              # the first failing rank, operator and code, cause, fix, verify step
+    result.write("triage.json")       # a typed document (kind "triage")
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from workbench import settings
+from workbench.errors import WorkbenchError
+from workbench.results.envelope import DocumentKind, write_result
 from workbench.triage.collect_env import CollectedEnv, looks_like_collect_env, parse_collect_env
 from workbench.triage.diagnosis import Diagnosis, diagnose
 from workbench.triage.kinds import FailureKind
@@ -18,12 +23,15 @@ from workbench.triage.render import first_error_rows, render_text, report_dict, 
 from workbench.triage.report import ErrorEvent, TriageReport, triage_paths, triage_text
 
 __all__ = [
+    "TRIAGE_KIND",
     "CollectedEnv",
     "Diagnosis",
     "ErrorEvent",
     "FailureKind",
     "KnowledgeBase",
     "TriageReport",
+    "TriageRequest",
+    "TriageResult",
     "diagnose",
     "example_logs",
     "first_error_rows",
@@ -32,6 +40,7 @@ __all__ = [
     "parse_collect_env",
     "render_text",
     "report_dict",
+    "run_triage",
     "triage_paths",
     "timeline_rows",
     "triage_text",
@@ -46,3 +55,53 @@ EXAMPLE_LOGS = ("va1972_507034_ez9999_aivec_llama4.log",)
 def example_logs() -> list[Path]:
     """The real logs notebook 03 triages when it is given none of its own."""
     return [settings.REPO_ROOT / "tests" / "fixtures" / "triage" / name for name in EXAMPLE_LOGS]
+
+
+# The triage's result document. Version 1: inputs, problems, knowledge base, first error, every event, stacks.
+TRIAGE_KIND = DocumentKind("triage", 1)
+
+
+@dataclass(frozen=True)
+class TriageRequest:
+    """Which logs to triage, against which knowledge base. Checked once, here."""
+
+    paths: tuple[Path, ...]  # log files and directories (walked)
+    codes: Path | None = None  # the knowledge base (default policy/triage/error_codes.yaml)
+
+    def __post_init__(self) -> None:
+        if not self.paths:
+            raise WorkbenchError("give log files or a directory of logs to triage")
+        object.__setattr__(self, "paths", tuple(Path(p).expanduser() for p in self.paths))
+        if self.codes is not None and not Path(self.codes).is_file():
+            raise WorkbenchError(f"--codes {self.codes}: no such knowledge-base file; the shipped one is the default")
+
+
+@dataclass(frozen=True)
+class TriageResult:
+    request: TriageRequest
+    report: TriageReport
+
+    @property
+    def exit_code(self) -> int:
+        """0: the triage ran (the errors found are its answer, not a failure)."""
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return report_dict(self.report)
+
+    def write(self, path: str | Path) -> Path:
+        from workbench.stack.provenance import provenance
+
+        return write_result(Path(path), self.to_dict(), provenance(), TRIAGE_KIND)
+
+    def text(self) -> str:
+        return render_text(self.report)
+
+
+def run_triage(request: TriageRequest) -> TriageResult:
+    """Triage the request's logs; nothing readable among them is one error naming each path and why."""
+    report = triage_paths(request.paths, load_knowledge_base(request.codes))
+    if not report.inputs:
+        reasons = "; ".join(f"{p.path}: {p.reason}" for p in report.problems)
+        raise WorkbenchError(f"nothing to triage ({reasons}); give log files or a directory of logs")
+    return TriageResult(request, report)

@@ -91,6 +91,12 @@ def trigger_pattern(signature_patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join([_GENERIC_TRIGGER, *(f"(?:{p})" for p in signature_patterns)]))
 
 
+@functools.lru_cache(maxsize=8)
+def warning_pattern(signature_patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The signatures a WARNING line may carry (None when the knowledge base marks none)."""
+    return re.compile("|".join(f"(?:{p})" for p in signature_patterns)) if signature_patterns else None
+
+
 def _seconds_apart(a: LogTime, b: LogTime) -> float:
     return abs((a.moment - b.moment) / dt.timedelta(seconds=1))
 
@@ -161,11 +167,20 @@ def _finish(current: _Open, source: str, from_path: Place) -> ErrorBlock | None:
 
 
 def extract_blocks(
-    lines: Iterable[str], trigger: re.Pattern[str], source: str = "<log>", path: PurePath | None = None
+    lines: Iterable[str],
+    trigger: re.Pattern[str],
+    source: str = "<log>",
+    path: PurePath | None = None,
+    warning: re.Pattern[str] | None = None,
 ) -> Iterator[ErrorBlock]:
-    """The error blocks of one log, in the order they end (sort them by time to compare logs)."""
+    """The error blocks of one log, in the order they end (sort them by time to compare logs).
+
+    `warning`: what a WARNING line says when it names the failure before it happens (vLLM's "... is not
+    supported by the V1 Engine. Falling back to V0." ahead of the traceback the fallback causes). Such a
+    line is kept and opens the next block of the same writer, so the block carries its cause."""
     from_path = path_place(path)
     open_blocks: dict[str, _Open] = {}
+    warned: dict[str, tuple[int, str, LineHead]] = {}
     last_writer: str | None = None  # raw output continues the block of the line before it
 
     def close(stream: str) -> Iterator[ErrorBlock]:
@@ -181,6 +196,8 @@ def extract_blocks(
         head = parse_line(line)
         codes = find_codes(head.body)
         if head.level is Level.CONTEXT and not codes:
+            if warning is not None and warning.search(head.body):
+                warned[head.stream] = (number, line, head)
             yield from close(head.stream)
             continue
         stream = _writer(head, last_writer, open_blocks)
@@ -195,6 +212,9 @@ def extract_blocks(
             if not is_trigger:
                 continue
             current = open_blocks[stream] = _Open()
+            early = warned.pop(stream, None)
+            if early is not None:
+                _add(current, *early, is_trigger=True)
         _add(current, number, line, head, is_trigger)
         last_writer = stream
         if current.quiet >= RAW_QUIET_LINES:

@@ -63,8 +63,17 @@ class CollectedEnv:
 
     def as_stack(self) -> dict[str, Any]:
         """The keys of the stack fingerprint; unknown values are None."""
-        versions = {k: v for k, v in (("torch", self.torch), ("torch-npu", self.torch_npu), ("vllm", self.vllm),
-                    ("vllm-ascend", self.vllm_ascend), ("transformers", self.transformers)) if v}  # fmt: skip
+        versions = {
+            k: v
+            for k, v in (
+                ("torch", self.torch),
+                ("torch-npu", self.torch_npu),
+                ("vllm", self.vllm),
+                ("vllm-ascend", self.vllm_ascend),
+                ("transformers", self.transformers),
+            )
+            if v
+        }
         return {
             "python": self.python,
             "versions": versions,
@@ -81,12 +90,15 @@ class CollectedEnv:
     def summary(self) -> str:
         """One line: 'vllm-ascend 0.9.1, vLLM 0.9.1, torch 2.5.1, torch-npu 2.5.1.post1, CANN 8.2.RC1.alpha001,
         driver 24.1.0.1, 8 x 310P3'."""
-        parts = [f"vllm-ascend {self.vllm_ascend}" if self.vllm_ascend else None,
-                 f"vLLM {self.vllm}" if self.vllm else None, f"torch {self.torch}" if self.torch else None,
-                 f"torch-npu {self.torch_npu}" if self.torch_npu else None,
-                 f"CANN {self.cann_toolkit}" if self.cann_toolkit else None,
-                 f"driver {self.driver}" if self.driver else None,
-                 f"{self.card_count} x {','.join(self.chips)}" if self.chips else None]  # fmt: skip
+        parts = [
+            f"vllm-ascend {self.vllm_ascend}" if self.vllm_ascend else None,
+            f"vLLM {self.vllm}" if self.vllm else None,
+            f"torch {self.torch}" if self.torch else None,
+            f"torch-npu {self.torch_npu}" if self.torch_npu else None,
+            f"CANN {self.cann_toolkit}" if self.cann_toolkit else None,
+            f"driver {self.driver}" if self.driver else None,
+            f"{self.card_count} x {','.join(self.chips)}" if self.chips else None,
+        ]
         return ", ".join(p for p in parts if p) or "no versions found"
 
 

@@ -5,12 +5,13 @@ Every code and signature of a block is a candidate; the one with the highest pri
 around it; numeric codes are more specific than message codes, and torch_npu's ERRxxxxx only says which
 layer called). A block whose codes have no entry is described from the codes' own grammar (class,
 module, range), so an unknown code still comes out with its code, its meaning as far as the digits go,
-and its block — never as a bare "unknown".
+and its block — never as a bare "unknown". A setting the serving stack refused (`config_refused`) is handed
+to `lint` (`refusals`): the fix is lint's finding on that setting at the release the log shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workbench.triage.blocks import ErrorBlock
 from workbench.triage.codes import CodeKind, ErrorCode, describe
@@ -79,8 +80,8 @@ def _candidates(block: ErrorBlock, kb: KnowledgeBase) -> list[_Candidate]:
 
 
 def _evidence(block: ErrorBlock, candidate: _Candidate | None) -> tuple[str, ...]:
-    if candidate is None:
-        lines = [block.exception] if block.exception else list(block.lines[:1])
+    if candidate is None:  # nothing decided: the lines that were read, the exception last
+        lines = [*block.lines[: EVIDENCE_LINES - 1], *([block.exception] if block.exception else [])]
     elif isinstance(candidate.entry, SignatureEntry):
         lines = [line for line in block.lines if candidate.entry.regex.search(line)]
     else:
@@ -98,10 +99,11 @@ def diagnose(block: ErrorBlock, kb: KnowledgeBase) -> Diagnosis:
     candidates = _candidates(block, kb)
     best = candidates[0] if candidates else None
     kind = best.entry.family if best else FailureKind.UNKNOWN
-    family = kb.families[kind]
+    code = best.code if best and best.code else _most_telling(block.codes)
+    uncoded = best is None and code is None and kb.uncoded is not None
+    family = kb.uncoded if uncoded and kb.uncoded else kb.families[kind]
     entry = best.entry if best else None
     op = suite_op(block.operators, kb)
-    code = best.code if best and best.code else _most_telling(block.codes)
     if best is not None:
         meaning, basis = best.entry.meaning, best.basis
     elif code is not None:
@@ -109,7 +111,7 @@ def diagnose(block: ErrorBlock, kb: KnowledgeBase) -> Diagnosis:
     else:
         meaning, basis = block.exception or "an error without an Ascend code", "no Ascend error code"
     verify = (entry.verify if entry and entry.verify else family.verify).command(op)
-    return Diagnosis(
+    diagnosis = Diagnosis(
         kind=kind,
         basis=basis,
         code=code,
@@ -126,3 +128,15 @@ def diagnose(block: ErrorBlock, kb: KnowledgeBase) -> Diagnosis:
         known=best is not None,
         evidence=_evidence(block, best),
     )
+    return _with_lint(diagnosis, block) if kind is FailureKind.CONFIG_REFUSED else diagnosis
+
+
+def _with_lint(diagnosis: Diagnosis, block: ErrorBlock) -> Diagnosis:
+    """A refused setting's diagnosis with lint's finding as the fix, when the log names the setting."""
+    from workbench.triage.refusals import lint_advice
+
+    advice = lint_advice(block.text)
+    if advice is None:
+        return diagnosis
+    verify = f"ascend-workbench lint YOUR_COMMAND --release {advice.release}"
+    return replace(diagnosis, fix=advice.text(), verify=verify, basis=f"{diagnosis.basis}; lint: {advice.setting}")

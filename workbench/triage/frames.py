@@ -15,8 +15,19 @@ from dataclasses import dataclass
 
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>[\w<>.]+)')
 # Path pieces of code that forwards calls rather than makes them.
-_LIBRARY_PARTS = ("/torch/", "/torch_npu/", "<frozen ", "/asyncio/", "/concurrent/", "/multiprocessing/",
-                  "/uvloop/", "/contextlib.py", "/threading.py", "/functools.py", "/runpy.py")  # fmt: skip
+_LIBRARY_PARTS = (
+    "/torch/",
+    "/torch_npu/",
+    "<frozen ",
+    "/asyncio/",
+    "/concurrent/",
+    "/multiprocessing/",
+    "/uvloop/",
+    "/contextlib.py",
+    "/threading.py",
+    "/functools.py",
+    "/runpy.py",
+)
 _STDLIB = re.compile(r"/lib/python3\.\d+/[^/]+\.py$")
 
 

@@ -46,3 +46,10 @@ class FailureKind(str, enum.Enum):
     OOM_WEIGHTS = "oom_weights"  # device memory ran out while the weights loaded
     OOM_KV_PROFILING = "oom_kv_profiling"  # ... while the KV cache was sized (determine_available_memory)
     OOM_GRAPH_CAPTURE = "oom_graph_capture"  # ... while graph mode captured its graphs
+    # -- failures that carry no Ascend code (policy/triage/error_codes.yaml, signatures) -------------------
+    LIBRARY_MISSING = "library_missing"  # a shared library of the stack cannot be opened (libatb.so, libascend_hal.so)
+    PACKAGE_SHADOWED = "package_shadowed"  # a directory in the working directory hides an installed package
+    BUILD_FAILURE = "build_failure"  # a source build failed (torch_npu headers, CANN headers, the compiler)
+    COMPILER_POOL = "compiler_pool"  # CANN's operator compiler (TBE) or its subprocess pool failed
+    UNSUPPORTED_FEATURE = "unsupported_feature"  # a model, architecture or feature the release does not serve
+    CONFIG_REFUSED = "config_refused"  # vLLM or vllm-ascend refused a setting at start-up (what `lint` judges)

@@ -47,6 +47,7 @@ class VerifyStep(str, enum.Enum):
     BISECT = "bisect"  # feature-by-feature enabling; target: a feature of recipes/features/ascend.yaml
     RECIPE = "recipe"  # change a serving-recipe key (target: e.g. engine.enforce_eager), then smoke
     SMOKE = "smoke"  # the first request on a server started from the recipe
+    LINT = "lint"  # judge the serving command at its release (no target: the command the user ran)
 
 
 class Verify(Frozen):
@@ -63,6 +64,8 @@ class Verify(Frozen):
             return "ascend-workbench compare-ops" + (f" --op {chosen}" if chosen else "")
         if self.step is VerifyStep.BISECT:
             return "ascend-workbench bisect --recipe RECIPE" + (f" (feature {self.target})" if self.target else "")
+        if self.step is VerifyStep.LINT:
+            return "ascend-workbench lint YOUR_COMMAND_OR_RECIPE --release TAG"
         if self.step is VerifyStep.RECIPE:
             return f"change {self.target} in the serving recipe, then ascend-workbench smoke --recipe RECIPE"
         return "ascend-workbench smoke --recipe RECIPE"
@@ -117,6 +120,7 @@ class SignatureEntry(Entry):
     pattern: str
     frames: str | None = None
     priority: int = Field(ge=0, le=100)
+    in_warnings: bool = False  # also read on WARNING lines: a warning that names the failure before it happens
 
     @field_validator("pattern", "frames")
     @classmethod
@@ -180,6 +184,9 @@ class KnowledgeBase(Frozen):
     codes: dict[str, CodeEntry]
     signatures: tuple[SignatureEntry, ...] = ()
     operators: tuple[OperatorEntry, ...] = ()
+    # advice for a block with neither an Ascend code nor a signature it knows (the 'unknown' family's own
+    # advice is about a code without an entry)
+    uncoded: FamilyAdvice | None = None
     source: Path | None = None
 
     @field_validator("references")
@@ -207,6 +214,7 @@ class KnowledgeBase(Frozen):
         citing = [(f"families.{k.value}", v.cite) for k, v in self.families.items()]
         citing += [(where, e.cite) for where, e in entries] + [("grammar", self.grammar.cite)]
         citing += [(f"operators.{o.op}", o.cite) for o in self.operators]
+        citing += [("uncoded", self.uncoded.cite)] if self.uncoded else []
         for where, cites in citing:
             for cite in cites:
                 if cite not in self.references:

@@ -38,8 +38,11 @@ class Place:
 
     def describe(self) -> str:
         """'rank 1 (device 1, pid 7226, VllmWorker rank=1)', or 'pid 129510' with less known."""
-        parts = [f"device {self.device}" if self.device is not None else None,
-                 f"pid {self.pid}" if self.pid is not None else None, self.worker]  # fmt: skip
+        parts = [
+            f"device {self.device}" if self.device is not None else None,
+            f"pid {self.pid}" if self.pid is not None else None,
+            self.worker,
+        ]
         inner = ", ".join(p for p in parts if p)
         if self.rank is not None:
             return f"rank {self.rank}" + (f" ({inner})" if inner else "")

@@ -27,6 +27,9 @@ def _event_lines(event: ErrorEvent) -> list[str]:
         lines.append(f"  called from: {calling_frame(block.frames)}")
     if block.exception:
         lines.append(f"  exception: {block.exception[:300]}")
+    if not d.known:
+        lines += ["  lines read (none names a cause the knowledge base knows):"]
+        lines += [f"    {line[:200]}" for line in d.evidence]
     return lines
 
 
@@ -90,7 +93,7 @@ def event_dict(event: ErrorEvent) -> dict[str, Any]:
             "device": block.place.device,
             "rank": block.place.rank,
             "worker": block.place.worker,
-        },  # fmt: skip
+        },
         "time": block.time.iso() if block.time else None,
         "source": block.source,
         "lines": [block.first_line, block.last_line],
@@ -105,7 +108,7 @@ def report_dict(report: TriageReport) -> dict[str, Any]:
         "stacks": [
             {"source": s.source, "summary": s.stack.summary(), "stack": s.stack.as_stack(), "env": s.stack.env}
             for s in report.stacks
-        ],  # fmt: skip
+        ],
         "first_error": event_dict(report.first) if report.first else None,
         "events": [event_dict(e) for e in report.events],
         "knowledge_base": str(report.knowledge_base) if report.knowledge_base else None,

@@ -12,12 +12,13 @@ knowledge-base entry describes; without such an event, the earliest event.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.triage.blocks import ErrorBlock, extract_blocks, trigger_pattern
+from workbench.triage.blocks import ErrorBlock, extract_blocks, trigger_pattern, warning_pattern
 from workbench.triage.collect_env import CollectedEnv, looks_like_collect_env, parse_collect_env
 from workbench.triage.diagnosis import Diagnosis, diagnose
 from workbench.triage.inputs import InputFile, InputKind, InputProblem, expand, read_lines, sniff
@@ -94,15 +95,21 @@ def assemble(per_file: list[list[ErrorBlock]], kb: KnowledgeBase) -> tuple[tuple
 
 
 def _read_blocks(source: InputFile, kb: KnowledgeBase) -> tuple[list[ErrorBlock], CollectedEnv | None]:
-    trigger = trigger_pattern(tuple(s.pattern for s in kb.signatures))
+    trigger, warning = _patterns(kb)
     if source.kind is InputKind.LOG and source.path.stat().st_size <= COLLECT_ENV_MAX_BYTES:
         text = source.path.read_text(encoding="utf-8", errors="replace")
         stack = parse_collect_env(text) if looks_like_collect_env(text) else None
         lines: Iterable[str] = text.splitlines()
     else:
         stack, lines = None, read_lines(source.path)
-    blocks = list(extract_blocks(lines, trigger, source=str(source.path), path=source.path))
+    blocks = list(extract_blocks(lines, trigger, source=str(source.path), path=source.path, warning=warning))
     return blocks, stack
+
+
+def _patterns(kb: KnowledgeBase) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """(what starts or extends a block, what a WARNING line may say about the failure to come)."""
+    trigger = trigger_pattern(tuple(s.pattern for s in kb.signatures))
+    return trigger, warning_pattern(tuple(s.pattern for s in kb.signatures if s.in_warnings))
 
 
 def triage_paths(paths: Iterable[Path | str], kb: KnowledgeBase | None = None) -> TriageReport:
@@ -133,8 +140,8 @@ def triage_paths(paths: Iterable[Path | str], kb: KnowledgeBase | None = None) -
 def triage_text(text: str, source: str = "<log>", kb: KnowledgeBase | None = None) -> TriageReport:
     """Triage one log held in memory (what the crash classifier has: a server's log text)."""
     kb = kb or load_knowledge_base()
-    trigger = trigger_pattern(tuple(s.pattern for s in kb.signatures))
-    blocks = list(extract_blocks(text.splitlines(), trigger, source=source))
+    trigger, warning = _patterns(kb)
+    blocks = list(extract_blocks(text.splitlines(), trigger, source=source, warning=warning))
     events, first = assemble([blocks], kb)
     stacks = (StackReport(source, parse_collect_env(text)),) if looks_like_collect_env(text) else ()
     return TriageReport((), (), events, first, stacks, kb.source)

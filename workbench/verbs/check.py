@@ -11,7 +11,9 @@ from pathlib import Path
 
 from workbench.verbs._common import add_json_out
 
-HELP = "environment pre-flight: versions vs verified matrix, CANN, npu-smi, driver/firmware, device, /dev/shm"
+HELP = (
+    "environment pre-flight (versions vs matrix, CANN, npu-smi, /dev/shm); --cluster: node bundles against each other"
+)
 DESCRIPTION = (
     "Check this machine against the verified vllm-ascend combinations and the "
     "ten-minute pre-flight (docs/METHOD.md §2, §14). NPU items are skipped (with the reason) on machines without an NPU. "
@@ -46,6 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server-url", metavar="URL", help="send one small chat request to this OpenAI-compatible server"
     )
+    parser.add_argument(
+        "--cluster",
+        nargs="+",
+        type=Path,
+        metavar="BUNDLE",
+        help="check these node bundles against each other instead of this machine (files from `collect`)",
+    )
+    parser.add_argument("--rules", type=Path, metavar="FILE", help="cluster rules (default policy/cluster/rules.yaml)")
     parser.add_argument("--no-probe", action="store_true", help="skip the device-initialisation probe subprocess")
     parser.add_argument(
         "--probe-timeout",
@@ -58,6 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return handle_cluster(args)
     from workbench.envcheck import api as envcheck
 
     ctx = envcheck.CheckContext.from_environment(
@@ -75,3 +87,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.html:
         print(f"html: {envcheck.write_html(report, args.html)}")
     return 1 if report.failed else 0
+
+
+def handle_cluster(args: argparse.Namespace) -> int:
+    """`check --cluster BUNDLE...`: the nodes against each other (docs/METHOD.md §20); exit 1 on an error."""
+    from workbench.cluster.api import ClusterCheckRequest, run_cluster_check
+
+    result = run_cluster_check(ClusterCheckRequest(tuple(args.cluster), args.rules, args.json))
+    print(result.text())
+    if args.json:
+        print(f"json: {args.json}")
+    return 1 if result.failed else 0

@@ -5,6 +5,7 @@ device-N/device-PID_*.log) and vllm-ascend collect_env pastes together; orders e
 in time and names the first (docs/METHOD.md §6, §9). A file that cannot be read (binary, no permission,
 missing) is named with the reason and the others are still read. Exit 0 when the triage ran (errors
 found are its answer, not a failure), 2 on a user error (nothing readable, a bad knowledge-base file).
+The verb turns its flags into one `TriageRequest` and prints what `run_triage` returns.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbench.verbs._common import add_json_out, write_json_out
+from workbench.verbs._common import add_json_out
 
 HELP = "name the first failing rank, operator and error code in Ascend logs, with cause, fix and verify step"
 DESCRIPTION = (
@@ -25,7 +26,7 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=Path, metavar="LOG_OR_DIR", help="log files or directories (walked)")
-    add_json_out(parser, "the whole report (every event)")
+    add_json_out(parser, "the whole report (every event), a document of kind 'triage'")
     parser.add_argument(
         "--codes", type=Path, metavar="FILE", help="error-code knowledge base (default policy/triage/error_codes.yaml)"
     )
@@ -33,14 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from workbench.errors import WorkbenchError
-    from workbench.triage.api import load_knowledge_base, render_text, report_dict, triage_paths
+    from workbench.triage.api import TriageRequest, run_triage
 
-    report = triage_paths([p.expanduser() for p in args.paths], load_knowledge_base(args.codes))
-    if not report.inputs:
-        reasons = "; ".join(f"{p.path}: {p.reason}" for p in report.problems)
-        raise WorkbenchError(f"nothing to triage ({reasons}); give log files or a directory of logs")
-    print(render_text(report))
+    result = run_triage(TriageRequest(paths=tuple(args.paths), codes=args.codes))
+    print(result.text())
     if args.json:
-        print(f"json: {write_json_out(args.json, report_dict(report))}")
-    return 0
+        print(f"json: {result.write(args.json)}")
+    return result.exit_code

@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 
 from ascend_backend.npu.guard import npu_op
-from ascend_backend.npu.kernels import CallFacts, kernels_typical
 from ascend_backend.ops import activation as _declared  # noqa: F401  (declares the ops adapted here)
+from ascend_backend.platform.kernels import CallFacts, kernels_typical
 
 
 def _odd_gate(x) -> str | None:

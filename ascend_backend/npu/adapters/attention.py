@@ -1,20 +1,19 @@
 """NPU adapters: each attention op makes the torch_npu call vllm-ascend makes for its release, chip and state.
 
-Which call is the kernel-selection table's answer (`ascend_backend.npu.kernels.choose(op, CallFacts(...))`,
+Which call is the kernel-selection table's answer (`ascend_backend.platform.kernels.choose(op, CallFacts(...))`,
 rows cited from vllm_ascend/attention/attention_v1.py and device/device_op.py per tag; the ops are declared
 in `ascend_backend.attention.ops`, their native kernels are `ascend_backend.attention.paged`); this module
 only builds the arguments of each recipe, as vllm-ascend builds them:
 
     cache write     atb_reshape_and_cache      _npu_reshape_and_cache(key=, value=, key_cache=, value_cache=, slot_indices=)
-                    scatter_pa_kv_cache        npu_scatter_pa_kv_cache(..., value=value.contiguous(), slot_mapping=)  A5 <= v0.19
-                    scatter_pa_kv_cache_norm   ... all inputs contiguous, cache_mode="Norm"  (A5 v0.20.2rc1+, A2/A3 v0.25.1rc1+)
+                    scatter_pa_kv_cache_norm   npu_scatter_pa_kv_cache(..., cache_mode="Norm"), all inputs contiguous
+                                               (A5 v0.20.2rc1+, A2/A3 v0.25.1rc1+; A5 before: native, see the table)
     PrefillNoCache  atb_flash_attention        _npu_flash_attention, causal mask [max_len, max_len] (-inf fp16 / 1 bf16)
                     fia_tnd_dense              npu_fused_infer_attention_score on the fresh K/V, TND, sparse_mode=3
                     fusion_attention_dense     npu_fusion_attention, TND, causal (head_size 512 on A2/A3, v0.23.0rc1+)
     PrefillCacheHit atb_flash_attention_qlens  _npu_flash_attention_qlens, 128 x 128 compressed causal mask
     ChunkedPrefill  atb_splitfuse              _npu_paged_attention_splitfuse, per-token causal rows
     (all paged)     fia_tnd_paged              npu_fused_infer_attention_score over the cache viewed [blocks, block, kv_heads*D]
-    (FIA, both)     ..._tokens                 the same with pre_tokens=INT_MAX, next_tokens=0 (v0.19.1rc1-v0.21.0rc1)
     DecodeOnly      atb_paged_attention        _npu_paged_attention
                     fia_tnd_paged_nomask       FIA without atten_mask / sparse_mode (A5, v0.12.0rc1)
 
@@ -22,21 +21,28 @@ Lengths go as int32 host tensors to ATB kernels (op-plugin's ParamSetter passes 
 data) and as Python lists of cumulative ends to FIA ("TND": actual_seq_lengths are end offsets). The
 guard (`npu_op`) sends a call to the native path, with the reason logged once by the registry, where the
 table says vllm-ascend runs no torch_npu kernel (head_size 192 before v0.12, 310P's NZ layouts, head_size
-512 paged prefill), and for float32 inputs (CANN attention kernels take float16/bfloat16). tests/npu
-compares every recipe the installed torch_npu has with native; tests/unit/ascend_backend/npu checks each
-call against op-plugin's declared schemas for every table row.
+512 paged prefill), for float32 inputs (CANN attention kernels take float16/bfloat16), and outside a
+kernel's documented limits (`_shape` below against data/kernel_limits.json: the ATB prefix encoder takes
+block size 128 only, FIA's paged prefill multiples of 128). The masks are built on the device, once per
+step: every layer of a step asks for the same mask and gets the tensor built for the first
+(`MaskCache`), as vllm-ascend's model runner builds one per step (worker/model_runner_v1.py@v0.11.0:900-920).
+tests/npu compares every recipe the installed torch_npu has with native; tests/unit/ascend_backend/npu
+checks each call against the schema of the torch_npu wheel each release pins.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 
 import torch
 
 from ascend_backend.attention import ops as _declared  # noqa: F401  (declares the ops adapted here)
 from ascend_backend.attention.layout import KVCacheDims
-from ascend_backend.npu.guard import npu_op
-from ascend_backend.npu.kernels import CallFacts
+from ascend_backend.npu.guard import dtype_name, npu_op
+from ascend_backend.platform.kernels import CallFacts
+from ascend_backend.platform.limits import CallShape
 
 # vllm-ascend's FIA mask: int8, 1 above the diagonal; sparse_mode=3 reads its causal pattern from it
 # (attention_mask.py get_splitfuse_attn_mask, v0.11.0 to v0.25.1rc1).
@@ -45,7 +51,7 @@ FIA_MASK_SIZE = 2048
 ATB_QLENS_MASK_SIZE = 128
 # The splitfuse kernel wants a finite mask value in bfloat16 (vllm-ascend scales its 1s by -10000).
 ATB_SPLITFUSE_BF16_MASK_VALUE = -10000.0
-# FIA's and npu_fusion_attention's "no limit" for pre/next tokens (device/utils.py@v0.23.0 SWA_INT_MAX).
+# npu_fusion_attention's "no limit" for pre tokens (device/utils.py@v0.23.0 SWA_INT_MAX).
 INT_MAX = 2147483647
 # PrefillNoCache through FIA passes block_size 128 with no block table (_get_fia_params).
 FIA_DENSE_BLOCK_SIZE = 128
@@ -61,24 +67,60 @@ def _cumulative(lengths: torch.Tensor) -> list[int]:
 
 
 # --------------------------------------------------------------------------------------------- masks
+class MaskCache:
+    """The masks of the current step, built on the device and kept while the step's layers ask for them.
+
+    Every layer of a step calls its attention with the same lengths, so every layer asks for the same
+    mask; building it on the host and copying it per layer cost 128 MiB per layer at 8k tokens. The
+    first layer builds it on the device, the others get that tensor; the next step's lengths build
+    anew and the oldest entries are dropped (`keep` entries: a prefill and a decode mask interleave).
+    Read-only by contract: no kernel writes its mask.
+    """
+
+    def __init__(self, keep: int = 4) -> None:
+        self._masks: OrderedDict[Hashable, torch.Tensor] = OrderedDict()
+        self._keep = keep
+
+    def get(self, key: Hashable, build: Callable[[], torch.Tensor]) -> torch.Tensor:
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._masks[key] = build()
+            while len(self._masks) > self._keep:
+                self._masks.popitem(last=False)
+        else:
+            self._masks.move_to_end(key)
+        return mask
+
+
+ATB_MASKS = MaskCache()  # one per process: the masks of the step in flight
+
+
 def atb_causal_mask(size: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
     """[size, size] mask of the ATB flash kernels: above the diagonal -inf in float16, 1 in bfloat16
-    (the value vllm-ascend's AttentionMaskBuilder writes for each dtype), 0 elsewhere."""
-    above = torch.ones(size, size, dtype=torch.bool).triu(1)
-    masked = float("-inf") if dtype == torch.float16 else 1.0
-    return torch.zeros(size, size).masked_fill(above, masked).to(dtype).to(device)
+    (the value vllm-ascend's AttentionMaskBuilder writes for each dtype), 0 elsewhere; built on `device`."""
+
+    def build() -> torch.Tensor:
+        above = torch.ones(size, size, dtype=torch.bool, device=device).triu(1)
+        masked = float("-inf") if dtype == torch.float16 else 1.0
+        return torch.zeros(size, size, dtype=dtype, device=device).masked_fill(above, masked)
+
+    return ATB_MASKS.get(("causal", size, dtype, str(device)), build)
 
 
 def atb_splitfuse_mask(
     query_lens: list[int], seq_lens: list[int], dtype: torch.dtype, device: torch.device | str
 ) -> torch.Tensor:
     """[num_tokens, max_seq_len] mask for `_npu_paged_attention_splitfuse`: row t is the causal mask
-    row of token t's position in its sequence (-inf in float16, -10000 in bfloat16)."""
-    max_len = max(seq_lens)
-    positions = torch.cat([torch.arange(s - q, s) for q, s in zip(query_lens, seq_lens)])
-    above = torch.arange(max_len)[None, :] > positions[:, None]
-    masked = float("-inf") if dtype == torch.float16 else ATB_SPLITFUSE_BF16_MASK_VALUE
-    return torch.zeros(above.shape).masked_fill(above, masked).to(dtype).to(device)
+    row of token t's position in its sequence (-inf in float16, -10000 in bfloat16); built on `device`."""
+
+    def build() -> torch.Tensor:
+        max_len = max(seq_lens)
+        positions = torch.cat([torch.arange(s - q, s, device=device) for q, s in zip(query_lens, seq_lens)])
+        above = torch.arange(max_len, device=device)[None, :] > positions[:, None]
+        masked = float("-inf") if dtype == torch.float16 else ATB_SPLITFUSE_BF16_MASK_VALUE
+        return torch.zeros(above.shape, dtype=dtype, device=device).masked_fill(above, masked)
+
+    return ATB_MASKS.get(("splitfuse", tuple(query_lens), tuple(seq_lens), dtype, str(device)), build)
 
 
 def fia_causal_mask(device: torch.device | str, dtype: torch.dtype = torch.int8) -> torch.Tensor:
@@ -94,6 +136,45 @@ def _fia_mask_on(device: str, dtype: torch.dtype) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------- guards
+def _dense_shape(query, key, value, seq_lens, scale) -> CallShape:
+    return CallShape(
+        dtype=dtype_name(query),
+        head_size=int(query.shape[-1]),
+        num_heads=int(query.shape[1]),
+        num_kv_heads=int(key.shape[1]),
+        max_query_len=int(_host_int32(seq_lens).max()),
+        paged=False,
+    )
+
+
+def _paged_shape(query, kv_cache, block_tables, query_lens, seq_lens, scale) -> CallShape:
+    dims = KVCacheDims.of(kv_cache)
+    queries, contexts = _host_int32(query_lens).tolist(), _host_int32(seq_lens).tolist()
+    return CallShape(
+        dtype=dtype_name(query),
+        head_size=dims.head_size,
+        block_size=dims.block_size,
+        num_heads=int(query.shape[1]),
+        num_kv_heads=dims.num_kv_heads,
+        max_query_len=max(queries),
+        prefix_lens=tuple(c - q for q, c in zip(queries, contexts)),
+        paged=True,
+    )
+
+
+def _decode_shape(query, kv_cache, block_tables, context_lens, scale) -> CallShape:
+    dims = KVCacheDims.of(kv_cache)
+    return CallShape(
+        dtype=dtype_name(query),
+        head_size=dims.head_size,
+        block_size=dims.block_size,
+        num_heads=int(query.shape[1]),
+        num_kv_heads=dims.num_kv_heads,
+        max_query_len=1,
+        paged=True,
+    )
+
+
 def _head_size(first: torch.Tensor, *_args: object) -> CallFacts:
     """The rows of attention ops depend on the head size (the last dim of the op's first tensor) and, for
     decode under FULL_DECODE_ONLY, on the batch size being in the engine's pa_shape_list (its first dim)."""
@@ -104,13 +185,6 @@ def _head_size(first: torch.Tensor, *_args: object) -> CallFacts:
 def _atb_reshape_and_cache(npu, key, value, kv_cache, slot_mapping) -> None:
     npu._npu_reshape_and_cache(
         key=key, value=value, key_cache=kv_cache[0], value_cache=kv_cache[1], slot_indices=slot_mapping
-    )
-
-
-def _scatter_pa_kv_cache(npu, key, value, kv_cache, slot_mapping) -> None:
-    # device_op.py@v0.14.0rc1 A5DeviceAdaptor: no cache_mode (op-plugin 7.2.0/7.3.0 declare none).
-    npu.npu_scatter_pa_kv_cache(
-        key=key, value=value.contiguous(), key_cache=kv_cache[0], value_cache=kv_cache[1], slot_mapping=slot_mapping
     )
 
 
@@ -130,7 +204,6 @@ reshape_and_cache_npu = npu_op(
     "reshape_and_cache",
     {
         "atb_reshape_and_cache": _atb_reshape_and_cache,
-        "scatter_pa_kv_cache": _scatter_pa_kv_cache,
         "scatter_pa_kv_cache_norm": _scatter_pa_kv_cache_norm,
     },
     facts=_head_size,
@@ -155,15 +228,10 @@ def _atb_flash_attention(npu, query, key, value, seq_lens, scale) -> torch.Tenso
     return out
 
 
-def _window_args(tokens: bool) -> dict:
-    # attention_v1.py@v0.19.1rc1:916: pre_tokens = the sliding window or SWA_INT_MAX, next_tokens = 0 beside
-    # sparse_mode 3 (whose causal mask already bounds both); passed through **kwargs from v0.22.1rc1.
-    return {"pre_tokens": INT_MAX, "next_tokens": 0} if tokens else {}
-
-
-def _fia_tnd_dense(npu, query, key, value, seq_lens, scale, *, tokens: bool = False) -> torch.Tensor:
+def _fia_tnd_dense(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
+    # attention_v1.py@v0.19.1rc1:944 (the causal branch; the pre_tokens/next_tokens at :916 are the
+    # attention-sinks branch's): no window arguments beside sparse_mode 3.
     ends = _cumulative(seq_lens)
-    window = _window_args(tokens)
     out, _ = npu.npu_fused_infer_attention_score(
         query=query,
         key=key,
@@ -178,13 +246,8 @@ def _fia_tnd_dense(npu, query, key, value, seq_lens, scale, *, tokens: bool = Fa
         num_heads=query.shape[1],
         scale=scale,
         sparse_mode=3,
-        **window,
     )
     return out.view_as(query)
-
-
-def _fia_tnd_dense_tokens(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
-    return _fia_tnd_dense(npu, query, key, value, seq_lens, scale, tokens=True)
 
 
 def _fusion_attention_dense(npu, query, key, value, seq_lens, scale) -> torch.Tensor:
@@ -212,21 +275,20 @@ prefill_attention_npu = npu_op(
     {
         "atb_flash_attention": _atb_flash_attention,
         "fia_tnd_dense": _fia_tnd_dense,
-        "fia_tnd_dense_tokens": _fia_tnd_dense_tokens,
         "fusion_attention_dense": _fusion_attention_dense,
     },
     facts=_head_size,
+    shape=_dense_shape,
 )
 
 
 # --------------------------------------------------------------------------------------------- paged states
 def _fia_tnd_paged(
-    npu, query, kv_cache, block_tables, query_lens, seq_lens, scale, *, masked: bool = True, tokens: bool = False
+    npu, query, kv_cache, block_tables, query_lens, seq_lens, scale, *, masked: bool = True
 ) -> torch.Tensor:
     # attention_v1.py@v0.13.0 _get_fia_params: K/V as the paged cache viewed [blocks, block_size, kv_heads * D].
     dims = KVCacheDims.of(kv_cache)
     mask_args = {"atten_mask": fia_causal_mask(query.device), "sparse_mode": 3} if masked else {}
-    mask_args.update(_window_args(tokens))
     out, _ = npu.npu_fused_infer_attention_score(
         query=query,
         key=kv_cache[0].view(dims.num_blocks, dims.block_size, -1),
@@ -242,10 +304,6 @@ def _fia_tnd_paged(
         **mask_args,
     )
     return out.view_as(query)
-
-
-def _fia_tnd_paged_tokens(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
-    return _fia_tnd_paged(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale, tokens=True)
 
 
 def _atb_flash_attention_qlens(npu, query, kv_cache, block_tables, query_lens, seq_lens, scale) -> torch.Tensor:
@@ -293,14 +351,15 @@ prefill_cache_hit_attention_npu = npu_op(
         "atb_flash_attention_qlens": _atb_flash_attention_qlens,
         "atb_splitfuse": _atb_splitfuse,
         "fia_tnd_paged": _fia_tnd_paged,
-        "fia_tnd_paged_tokens": _fia_tnd_paged_tokens,
     },
     facts=_head_size,
+    shape=_paged_shape,
 )
 chunked_prefill_attention_npu = npu_op(
     "chunked_prefill_attention",
-    {"atb_splitfuse": _atb_splitfuse, "fia_tnd_paged": _fia_tnd_paged, "fia_tnd_paged_tokens": _fia_tnd_paged_tokens},
+    {"atb_splitfuse": _atb_splitfuse, "fia_tnd_paged": _fia_tnd_paged},
     facts=_head_size,
+    shape=_paged_shape,
 )
 
 
@@ -322,16 +381,10 @@ def _atb_paged_attention(npu, query, kv_cache, block_tables, context_lens, scale
     return out
 
 
-def _fia_decode(
-    npu, query, kv_cache, block_tables, context_lens, scale, *, masked: bool = True, tokens: bool = False
-) -> torch.Tensor:
+def _fia_decode(npu, query, kv_cache, block_tables, context_lens, scale, *, masked: bool = True) -> torch.Tensor:
     # Every sequence brings one query token, so the TND query ends are 1, 2, ..., num_seqs.
     ones = torch.ones(query.shape[0], dtype=torch.int32)
-    return _fia_tnd_paged(npu, query, kv_cache, block_tables, ones, context_lens, scale, masked=masked, tokens=tokens)
-
-
-def _fia_decode_tokens(npu, query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
-    return _fia_decode(npu, query, kv_cache, block_tables, context_lens, scale, tokens=True)
+    return _fia_tnd_paged(npu, query, kv_cache, block_tables, ones, context_lens, scale, masked=masked)
 
 
 def _fia_decode_nomask(npu, query, kv_cache, block_tables, context_lens, scale) -> torch.Tensor:
@@ -344,8 +397,8 @@ paged_decode_attention_npu = npu_op(
     {
         "atb_paged_attention": _atb_paged_attention,
         "fia_tnd_paged": _fia_decode,
-        "fia_tnd_paged_tokens": _fia_decode_tokens,
         "fia_tnd_paged_nomask": _fia_decode_nomask,
     },
     facts=_head_size,
+    shape=_decode_shape,
 )

@@ -29,10 +29,11 @@ from collections import OrderedDict
 
 import torch
 
-from ascend_backend.npu.guard import npu_op
-from ascend_backend.npu.kernels import CallFacts
+from ascend_backend.npu.guard import dtype_name, npu_op
 from ascend_backend.ops import multimodal_rotary as _declared_mrope  # noqa: F401  (declares mrope)
 from ascend_backend.ops import rotary as _declared_rope  # noqa: F401  (declares rotary_embedding)
+from ascend_backend.platform.kernels import CallFacts
+from ascend_backend.platform.limits import CallShape
 
 logger = logging.getLogger("ascend_backend.npu.adapters.rotary")
 
@@ -107,6 +108,14 @@ def _rope_refuses(positions, query, key, head_size, cos_sin_cache, is_neox) -> s
 
 def _rope_facts(positions, query, key, head_size, cos_sin_cache, is_neox) -> CallFacts:
     return CallFacts(head_size=head_size, rotary_dim=int(cos_sin_cache.shape[-1]), neox=bool(is_neox))
+
+
+def _rope_shape(positions, query, key, head_size, cos_sin_cache, is_neox) -> CallShape:
+    return CallShape(dtype=dtype_name(query), head_size=int(head_size), rotary_dim=int(cos_sin_cache.shape[-1]))
+
+
+def _mrope_shape(positions, query, key, head_size, cos_sin_cache, mrope_section, is_neox) -> CallShape:
+    return CallShape(dtype=dtype_name(query), head_size=int(head_size), rotary_dim=int(cos_sin_cache.shape[-1]))
 
 
 def _mrope_refuses(positions, query, key, head_size, cos_sin_cache, mrope_section, is_neox) -> str | None:
@@ -208,5 +217,6 @@ rotary_embedding_npu = npu_op(
     {"atb_rope": _atb_rope, "apply_rotary_pos_emb": _apply_rotary_pos_emb, "mrope_rope": _mrope_rope},
     facts=_rope_facts,
     refuse=_rope_refuses,
+    shape=_rope_shape,
 )
-mrope_npu = npu_op("mrope", {"npu_mrope": _npu_mrope}, facts=_mrope_facts, refuse=_mrope_refuses)
+mrope_npu = npu_op("mrope", {"npu_mrope": _npu_mrope}, facts=_mrope_facts, refuse=_mrope_refuses, shape=_mrope_shape)

@@ -34,7 +34,7 @@ def test_importing_the_backend_loads_no_workbench_module():
 
 
 BACKEND = REPO_ROOT / "ascend_backend"
-PROBE = BACKEND / "npu" / "device.py"  # the device probe: the one import of torch_npu
+PROBE = BACKEND / "platform" / "device.py"  # the device probe: the one import of torch_npu
 GUARD = BACKEND / "npu" / "guard.py"  # the guard factory: the one place that takes torch_npu from the probe
 ADAPTERS = BACKEND / "npu" / "adapters"
 TORCH_NPU_CALL = re.compile(r"^_?npu_")  # torch_npu's kernels: npu_rms_norm, _npu_paged_attention, ...
@@ -62,13 +62,13 @@ def test_only_the_npu_probe_imports_torch_npu():
 
 
 def _probe_aliases(tree: ast.Module) -> set[str]:
-    """Names a module binds to the probe (`from ascend_backend.npu import device`, `import ... as d`)."""
+    """Names a module binds to the probe (`from ascend_backend.platform import device`, `import ... as d`)."""
     names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "ascend_backend.npu":
+        if isinstance(node, ast.ImportFrom) and node.module == "ascend_backend.platform":
             names |= {a.asname or a.name for a in node.names if a.name == "device"}
         if isinstance(node, ast.Import):
-            names |= {a.asname for a in node.names if a.name == "ascend_backend.npu.device" and a.asname}
+            names |= {a.asname for a in node.names if a.name == "ascend_backend.platform.device" and a.asname}
     return names
 
 
@@ -77,7 +77,7 @@ def test_only_the_guard_factory_takes_torch_npu_from_the_probe():
     for path, tree in backend_modules():
         aliases = _probe_aliases(tree)
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "ascend_backend.npu.device":
+            if isinstance(node, ast.ImportFrom) and node.module == "ascend_backend.platform.device":
                 takers |= {path for a in node.names if a.name == "torch_npu"}
             if isinstance(node, ast.Attribute) and node.attr == "torch_npu" and isinstance(node.value, ast.Name):
                 takers |= {path} if node.value.id in aliases else set()

@@ -58,7 +58,7 @@ def run(code: str, *, without_torch: bool = False) -> str:
 def test_the_device_kinds_import_without_torch():
     out = run(
         """
-        from ascend_backend.npu.kinds import DeviceKind, NpuStatus, NpuUnavailable
+        from ascend_backend.platform.kinds import DeviceKind, NpuStatus, NpuUnavailable
         status = NpuStatus(NpuUnavailable.NO_DEVICE, "none visible", "npu-smi info")
         print(DeviceKind("npu").name, status.available, "torch" in sys.modules)
         """,

@@ -11,7 +11,7 @@ import torch
 import ascend_backend
 from ascend_backend import ops, registry
 from ascend_backend.faults import FaultKind, FaultSpec, parse_fault_specs
-from ascend_backend.npu.kinds import DeviceKind
+from ascend_backend.platform.kinds import DeviceKind
 from ascend_backend.registry import REGISTRY, Backend, OpRegistry, UnknownOpError
 
 CORE_OPS = {"rms_norm", "add_rms_norm", "silu_and_mul", "gelu", "gelu_tanh", "rotary_embedding", "linear"}

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from scripts.kernel_truth import audit
+from scripts.kernel_truth import audit, cells, report, vllm_side
+from scripts.kernel_truth import compare as comparing
 from scripts.kernel_truth.facts import Call, Cell, CellFacts, env_defaults, requires_triton
+from scripts.kernel_truth.layers import registered_layer
 from scripts.kernel_truth.mirror import Mirror, MirrorError
-from scripts.kernel_truth.probes import entries, registered_layer
+from scripts.kernel_truth.probes import entries
 from scripts.kernel_truth.trace import Walker
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -196,7 +198,7 @@ def test_a_compilation_pass_call_is_read_with_its_arguments(mirror):
     line = 1 + LAYERNORM.splitlines().index(
         "            return torch.ops._C_ascend.npu_add_rms_norm_bias(x, residual, self.weight, None, 1e-6)"
     )
-    call = audit._call_at(tree, "vllm_ascend/ops/layernorm.py", line, "npu_add_rms_norm_bias")
+    call = vllm_side.call_at(tree, "vllm_ascend/ops/layernorm.py", line, "npu_add_rms_norm_bias")
     assert call.positional == 5 and dict(call.literals) == {"3": "None", "4": "1e-06"} and not call.keywords
 
 
@@ -222,7 +224,7 @@ def test_env_defaults_and_requirements_are_read_from_the_tag(mirror):
 
 
 def test_chips_known_come_from_the_source_and_the_faq(mirror):
-    known = audit.chips_known(mirror.tree("v1.0.0"))
+    known = cells.chips_known(mirror.tree("v1.0.0"))
     assert known["A2"] == "" and known["310P"] == "" and known["A5"] == "" and known["A3"] == ""
     # A3: the enum names it even though the FAQ does not; the rule says so in its reason when neither does
     assert "A3" in UTILS
@@ -240,44 +242,48 @@ class _Row:
     differs = ""
 
 
-def _tag() -> audit.TagInfo:
+def _tag() -> cells.TagInfo:
     from packaging.version import Version
 
-    return audit.TagInfo("v0.18.0", Version("0.18.0"), "v0.18.0", "2.9.0", {"A2": ""})
+    return cells.TagInfo("v0.18.0", Version("0.18.0"), "v0.18.0", "2.9.0", {"A2": ""})
 
 
 def test_compare_names_each_kind():
     cell = Cell("add_rms_norm", "v0.18.0", "A2")
-    same = audit.VllmSide("calls", ("npu_add_rms_norm",), ("npu_add_rms_norm",))
-    assert audit.compare(_tag(), cell, same, _Choice("npu_add_rms_norm", "npu_add_rms_norm", _Row())).kinds == []
-    other = audit.VllmSide("calls", ("npu_rms_norm",), ("npu_rms_norm",))
-    assert audit.compare(_tag(), cell, other, _Choice("npu_add_rms_norm", "x", _Row())).kinds == ["different kernel"]
-    own = audit.VllmSide(
+    same = vllm_side.VllmSide("calls", ("npu_add_rms_norm",), ("npu_add_rms_norm",))
+    assert comparing.compare(_tag(), cell, same, _Choice("npu_add_rms_norm", "npu_add_rms_norm", _Row())).kinds == []
+    other = vllm_side.VllmSide("calls", ("npu_rms_norm",), ("npu_rms_norm",))
+    assert comparing.compare(_tag(), cell, other, _Choice("npu_add_rms_norm", "x", _Row())).kinds == [
+        "different kernel"
+    ]
+    own = vllm_side.VllmSide(
         "calls", ("_C_ascend.npu_gemma_rms_norm",), ("npu_add_rms_norm",), own=("_C_ascend.npu_gemma_rms_norm",)
     )
-    assert "own kernel undeclared" in audit.compare(_tag(), cell, own, _Choice("npu_add_rms_norm", "x", _Row())).kinds
-    undecided = audit.VllmSide("undecided", reason="paths: a | b", conditions=("x > 1 (f.py:3)",))
-    assert audit.compare(_tag(), cell, undecided, _Choice("a", "x", _Row())).kinds == ["missing condition"]
-    unknown_chip = audit.VllmSide("unsupported", reason="vllm-ascend v0.18.0 does not know A9")
-    assert audit.compare(_tag(), cell, unknown_chip, _Choice("native", "native")).kinds == []
-    assert audit.compare(_tag(), cell, unknown_chip, _Choice("a", "x", _Row())).kinds == ["different kernel"]
+    assert (
+        "own kernel undeclared" in comparing.compare(_tag(), cell, own, _Choice("npu_add_rms_norm", "x", _Row())).kinds
+    )
+    undecided = vllm_side.VllmSide("undecided", reason="paths: a | b", conditions=("x > 1 (f.py:3)",))
+    assert comparing.compare(_tag(), cell, undecided, _Choice("a", "x", _Row())).kinds == ["missing condition"]
+    unknown_chip = vllm_side.VllmSide("unsupported", reason="vllm-ascend v0.18.0 does not know A9")
+    assert comparing.compare(_tag(), cell, unknown_chip, _Choice("native", "native")).kinds == []
+    assert comparing.compare(_tag(), cell, unknown_chip, _Choice("a", "x", _Row())).kinds == ["different kernel"]
 
 
 def test_a_kernel_change_at_a_neighbouring_tag_is_a_different_tag():
     cell = Cell("rms_norm", "v0.18.0", "A2")
-    before = audit.compare(_tag(), cell, audit.VllmSide("calls", ("a",), ("a",)), _Choice("a", "r", _Row()))
-    moved = audit.compare(_tag(), cell, audit.VllmSide("calls", ("b",), ("b",)), _Choice("a", "r", _Row()))
-    audit.reclassify_tags([before, moved])
+    before = comparing.compare(_tag(), cell, vllm_side.VllmSide("calls", ("a",), ("a",)), _Choice("a", "r", _Row()))
+    moved = comparing.compare(_tag(), cell, vllm_side.VllmSide("calls", ("b",), ("b",)), _Choice("a", "r", _Row()))
+    comparing.reclassify_tags([before, moved])
     assert moved.kinds == ["different tag"]
 
 
 @pytest.mark.skipif(not REAL_MIRROR.is_dir(), reason="the vllm-ascend mirror is not on this machine")
 def test_the_checked_in_audit_matches_a_fresh_run_of_one_tag():
     mirror = Mirror(REAL_MIRROR)
-    tags = audit.matrix(mirror, ["v0.13.0"])
+    tags = cells.matrix(mirror, ["v0.13.0"])
     ops = ["rms_norm", "add_rms_norm", "silu_and_mul", "w8a8_linear"]
     findings, _ = audit.audit(mirror, tags, ops)
-    fresh = {(r["op"], r["chip"], r["call"]): (r["vllm_ascend"], r["table"], r["kinds"]) for r in audit.runs(findings)}
+    fresh = {(r["op"], r["chip"], r["call"]): (r["vllm_ascend"], r["table"], r["kinds"]) for r in report.runs(findings)}
     stored = json.loads((ROOT / "docs" / "kernel_truth" / "audit.json").read_text())
     checked = 0
     for record in stored["runs"]:
@@ -311,11 +317,11 @@ def test_the_stored_form_merges_graph_modes_and_keeps_each_reason_once(tmp_path)
         "mirror": {"main": "0" * 40, "tags": ["v0.9.2rc1", "main"]},
         "seconds": 1,
         "chips_known": {},
-        "counts": audit.counts([]),
+        "counts": report.counts([]),
         "out_of_scope": {},
         "runs": [{**run, "graph": "NONE"}, {**run, "graph": "FULL"}],
     }
-    audit.render(tmp_path, data)
+    report.render(tmp_path, data)
     stored = json.loads((tmp_path / "audit.json").read_text())
     (record,) = stored["runs"]
     assert record["graph"] == ["NONE", "FULL"] and record["entry"] == 0
@@ -323,5 +329,5 @@ def test_the_stored_form_merges_graph_modes_and_keeps_each_reason_once(tmp_path)
     text = (tmp_path / "audit.md").read_text()
     assert "acknowledged by the row: 310P keeps the cache in FRACTAL_NZ" in text
     assert "| paged_decode_attention | 310P | any | head 128 | v0.9.2rc1 … main |" in text
-    audit.render(tmp_path, stored)  # --render on the stored form leaves it as it is
+    report.render(tmp_path, stored)  # --render on the stored form leaves it as it is
     assert json.loads((tmp_path / "audit.json").read_text()) == stored

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import ast
 import json
-from collections import defaultdict
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
+from tests.import_graph import cycles, imported, unit_graph
+from tests.import_graph import import_graph as package_import_graph
+from tests.import_graph import modules as graph_modules
 
 # Bottom up. A unit is a package of workbench/ or a root module; it may import its own layer and below.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
@@ -32,6 +34,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "accuracy",
                 "backend",
                 "bisect",
+                "cluster",
                 "deploy",
                 "embedded_models",
                 "envcheck",
@@ -42,9 +45,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "regress",
                 "run",
                 "scan",
+                "selftest",
                 "serving",
                 "sweep",
                 "triage",
+                "truth",
                 "twin",
             }
         ),
@@ -55,13 +60,8 @@ LAYER_OF = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in uni
 PACKAGE = REPO_ROOT / "workbench"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return graph_modules(PACKAGE, REPO_ROOT)
 
 
 def unit_of(module: str) -> str:
@@ -69,77 +69,13 @@ def unit_of(module: str) -> str:
     return module.split(".")[1] if module.count(".") >= 1 else ""
 
 
-def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if not isinstance(node, ast.ImportFrom):
-        return []
-    if node.level:
-        base = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
-        prefix = ".".join(base + ([node.module] if node.module else []))
-    else:
-        prefix = node.module or ""
-    return [prefix] + [f"{prefix}.{alias.name}" for alias in node.names]
-
-
 def import_graph() -> dict[str, set[str]]:
-    """module -> the workbench modules it imports (a `from pkg import name` counts `pkg.name` if a module)."""
-    known = modules()
-    graph: dict[str, set[str]] = {}
-    for module, path in known.items():
-        targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-            for name in _imported(node, module, path.name == "__init__.py"):
-                if name.split(".")[0] != "workbench":
-                    continue
-                while name not in known and "." in name:
-                    name = name.rsplit(".", 1)[0]
-                if name in known and name not in (module, "workbench"):  # the root package holds nothing
-                    targets.add(name)
-        graph[module] = targets
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one member (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for other in graph.get(node, ()):
-            if other not in index:
-                visit(other)
-                low[node] = min(low[node], low[other])
-            elif other in on_stack:
-                low[node] = min(low[node], index[other])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+    """module -> the workbench modules it imports (every import counts: tests/import_graph.py)."""
+    return package_import_graph(PACKAGE, REPO_ROOT)
 
 
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    units: dict[str, set[str]] = defaultdict(set)
-    for module, targets in graph.items():
-        units[unit_of(module)] |= {unit_of(t) for t in targets} - {unit_of(module)}
-    return dict(units)
+    return unit_graph(graph, unit_of)
 
 
 def test_every_package_and_root_module_has_a_layer():
@@ -181,7 +117,7 @@ def _domain_reach(source: str, where: str) -> list[str]:
     domains = dict(LAYERS)["domains"]
     found = []
     for node in ast.walk(ast.parse(source)):
-        for name in _imported(node, "", False):
+        for name in imported(node, "", False):
             parts = name.split(".")
             if parts[0] == "workbench" and len(parts) >= 3 and parts[1] in domains and parts[2] not in DOMAIN_FACES:
                 if name in modules():  # `from workbench.x.api import name` also yields `...api.name`

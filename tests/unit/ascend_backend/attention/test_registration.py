@@ -7,7 +7,7 @@ import torch
 
 from ascend_backend.attention import ATTENTION_OPS
 from ascend_backend.npu.adapters import attention as npu
-from ascend_backend.npu.device import npu_status
+from ascend_backend.platform.device import npu_status
 from ascend_backend.registry import REGISTRY, Backend
 
 

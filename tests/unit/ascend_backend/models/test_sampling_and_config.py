@@ -111,3 +111,12 @@ def test_rope_scaling_rules():
     cache = model_cos_sin_cache(default, 10)
     assert cache.shape == (10, 16)
     assert cache[3, 1].item() == pytest.approx(math.cos(3 * inv[1].item()), abs=1e-6)
+
+
+def test_the_executor_block_size_is_128_on_an_npu_and_32_elsewhere():
+    # vllm-ascend forces 128 with prefix caching (platform.py@v0.11.0:272-279): its paged prefill kernels
+    # take nothing else; vLLM's CPU engine starts from 32.
+    from ascend_backend.models.executor import default_block_size
+
+    assert default_block_size("npu:0") == 128
+    assert default_block_size(torch.device("cpu")) == 32 and default_block_size("cuda:0") == 32

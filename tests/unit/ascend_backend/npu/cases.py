@@ -1,9 +1,15 @@
-"""Contract cases: for every kernel-table row, a stack and a call that reach it, and inputs for the adapter.
+"""Contract cases: for every kernel-table row, every release it covers, and every op-plugin commit the torch_npu
+wheel of that release may have been built from, a stack and a call that reach the row; and the adapter's inputs.
 
-A row is reachable when some (release, chip, graph mode, call) makes it the first match; `reach(row)`
-finds one or returns None (a shadowed row is a table bug). Inputs are built on the `meta` device, which
-stands for the NPU: shapes, dtypes and devices are real, data is absent, and any attempt to read device
-data on the host (a hidden sync) raises. Lengths that vllm-ascend keeps on the host are CPU tensors.
+A row is reachable at a release when some (chip, graph mode, call) makes it the first match; `reach(row, release)`
+finds one or returns None (shadowed there by a row above). A row reached at no release is a table bug.
+Releases are grouped by the op-plugin commit their wheel was built from (`schema.wheel_commits`): the adapter's
+call depends on the row's recipe and the inputs, not on the release, so one case per (row, commit) checks every
+release it stands for (listed in the case). Inputs are built on the `meta` device, which stands for the NPU:
+shapes, dtypes and devices are real, data is absent, and any attempt to read device data on the host (a
+hidden sync) raises. Lengths that vllm-ascend keeps on the host are CPU tensors; the quantized linears'
+tensors are the buffers of the executor's own modules (`ascend_backend.models.quantized`), in the model dtype
+they run in, so a float16 model hands the adapters float16 scales exactly as it would on the NPU.
 """
 
 from __future__ import annotations
@@ -15,13 +21,13 @@ from typing import Any
 import torch
 from packaging.version import Version
 
-from ascend_backend.npu import kernels
-from ascend_backend.npu.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext
-from ascend_backend.npu.kernels.table import releases
-from tests.unit.ascend_backend.npu.schema import branch_for
+from ascend_backend.platform import kernels
+from ascend_backend.platform.kernels import CallFacts, ChipFamily, GraphMode, KernelRow, SelectionContext, calls
+from ascend_backend.platform.kernels.table import releases
+from tests.unit.ascend_backend.npu.schema import available, schema_data, wheel_commits
 
 DEVICE = torch.device("meta")
-NEWEST_BRANCH = "master"  # op-plugin for releases newer than the last tag read (main)
+MAIN = "main"  # the wheel of releases newer than the last tag read: op-plugin master
 CHIP_ORDER = (ChipFamily.A2, ChipFamily.A3, ChipFamily.A5, ChipFamily.P310)
 
 # Call variants tried in order until the row is the first match (a Llama/Qwen layer first).
@@ -49,15 +55,18 @@ VARIANTS = (
 @dataclass(frozen=True)
 class Case:
     row: KernelRow
-    release: Version
-    torch_npu: str
-    branch: str
+    release: Version  # the first release of `releases`: its context drives the adapter
+    releases: tuple[Version, ...]  # every release this case stands for (same row, same op-plugin commit)
+    torch_npu: str  # the wheel of `release` ('main' after the last tag)
+    commit: str  # the op-plugin commit the wheel was built from (one of its candidates)
+    commits: tuple[str, ...]  # every commit of `releases`' wheels with the same interface for this row
     context: SelectionContext
     call: CallFacts
 
     @property
     def id(self) -> str:
-        return f"{self.row.id}@v{self.release}[{self.context.chip.value},{self.branch}]"
+        span = f"v{self.releases[0]}" + (f"..v{self.releases[-1]}" if len(self.releases) > 1 else "")
+        return f"{self.row.id}@{span}[{self.context.chip.value},{self.torch_npu},{self.commit[:8]}]"
 
     @property
     def override(self) -> str:
@@ -148,28 +157,43 @@ def _releases_of(row: KernelRow) -> list[tuple[Version, str, str | None]]:
     return known
 
 
-def cases() -> list[Case]:
-    """One case per (row, op-plugin branch its releases use): every schema a row's call must fit.
+def _interface(row: KernelRow, commit: str, torch_npu: str) -> tuple:
+    """What a call of `row` can see of op-plugin at `commit`: its functions' schemas, implicit arguments and
+    availability for the wheel's torch. Commits with the same interface check the same way."""
+    data = schema_data()["commits"][commit]
+    seen = []
+    for function in calls(row.kernel):
+        entry = data["functions"].get(function)
+        implied = tuple(sorted(data["implicit"].get(function, {}).items()))
+        usable = entry is not None and available(commit, function, torch_minor(torch_npu))
+        seen.append((function, entry and entry["schema"], str(implied), usable))
+    return tuple(seen)
 
-    Within a branch the first release where the row is the first match serves; a row that is the first
-    match nowhere is a table bug (a row above shadows it everywhere).
+
+def cases() -> list[Case]:
+    """One case per (row, op-plugin interface) over every release the row covers and is the first match at,
+    and every commit each release's wheel may have been built from.
+
+    Raises when a row is the first match at none of its releases (a row above shadows it everywhere).
     """
     found = []
     for row in kernels.kernel_table():
-        by_branch: dict[str, list[tuple[Version, str, str | None]]] = {}
+        grouped: dict[tuple, list[tuple[Version, str, str, SelectionContext, CallFacts]]] = {}
         for release, torch_npu, cann in _releases_of(row):
-            branch = NEWEST_BRANCH if torch_npu == "main" else branch_for(torch_npu)
-            by_branch.setdefault(branch, []).append((release, torch_npu, cann))
-        reached_any = False
-        for branch, candidates in by_branch.items():
-            for release, torch_npu, cann in candidates:
-                reached = reach(row, release, cann)
-                if reached is not None:
-                    found.append(Case(row, release, torch_npu, branch, *reached))
-                    reached_any = True
-                    break
-        if not reached_any:
+            reached = reach(row, release, cann)
+            if reached is None:
+                continue
+            for commit in wheel_commits(torch_npu):
+                grouped.setdefault(_interface(row, commit, torch_npu), []).append(
+                    (release, torch_npu, commit, *reached)
+                )
+        if not grouped:
             raise AssertionError(f"table row {row.id} is never the first match: a row above shadows it")
+        for items in grouped.values():
+            release, torch_npu, commit, context, call = items[0]
+            releases = tuple(dict.fromkeys(item[0] for item in items))
+            commits = tuple(dict.fromkeys(item[2] for item in items))
+            found.append(Case(row, release, releases, torch_npu, commit, commits, context, call))
     return found
 
 
@@ -261,34 +285,47 @@ def inputs(op: str, call: CallFacts, dtype: torch.dtype) -> tuple[Any, ...]:
     if op in ("quick_gelu", "gelu", "gelu_tanh"):
         return (_act(4, 256, dtype=dtype),)
     if op in ("w8a8_linear", "w8a8_dynamic_linear"):
-        # The layer as the checkpoint readers hand it over: weight [K, N] int8, float32 scales (the adapter
-        # converts deq_scale to what the kernel takes for the output dtype).
-        tokens, k, n = 5, 256, 128
-        weight = torch.empty(k, n, dtype=torch.int8, device=DEVICE)
-        if op == "w8a8_dynamic_linear":
-            return _act(tokens, k, dtype=dtype), weight, _act(n, dtype=torch.float32), _act(n, dtype=dtype)
-        offset = torch.empty(1, dtype=torch.int8, device=DEVICE)
-        deq_scale, quant_bias = _act(n, dtype=torch.float32), torch.empty(n, dtype=torch.int32, device=DEVICE)
-        x = _act(tokens, k, dtype=dtype)
-        if call.prequantized:
-            # The fused norm handed over int8 activations; deq_scale's form says the output dtype.
-            x = torch.empty(tokens, k, dtype=torch.int8, device=DEVICE)
-            if dtype == torch.float16:
-                deq_scale = torch.empty(n, dtype=torch.int64, device=DEVICE)
-        return x, weight, _act(1, dtype=dtype), offset, deq_scale, quant_bias
+        return _linear_inputs(op, call, dtype)
     if op == "quant_weight_layout":
         return torch.empty(256, 128, dtype=torch.int8, device=DEVICE), call.scheme or "W8A8"
     if op == "add_rms_norm_quant":
-        offset = torch.empty(1, dtype=torch.int8, device=DEVICE)
+        # The norm before a static linear gets that linear's activation scale and offset (its buffers).
+        linear = _linear_module("w8a8_linear", dtype)
         return (
             _act(4, 256, dtype=dtype),
             _act(4, 256, dtype=dtype),
             _act(256, dtype=dtype),
             1e-6,
-            _act(1, dtype=dtype),
-            offset,
+            linear.input_scale,
+            linear.input_offset,
         )
     raise KeyError(f"no contract inputs for op {op!r}")
+
+
+def _linear_module(op: str, dtype: torch.dtype) -> torch.nn.Module:
+    """The executor's module for a [K=256 -> N=128] layer in `dtype`, its buffers moved to the NPU stand-in."""
+    from ascend_backend.models.quantized import DynamicW8A8Linear, StaticW8A8Linear
+    from ascend_backend.quantization import QuantizedLinear, QuantType
+
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randint(-127, 128, (128, 256), generator=g, dtype=torch.int8)  # [out, in] as a checkpoint holds it
+    scale = torch.rand(128, generator=g) / 100 + 1e-3
+    if op == "w8a8_dynamic_linear":
+        layer = QuantizedLinear(QuantType.W8A8_DYNAMIC, weight, scale, bias=torch.rand(128, generator=g))
+        return DynamicW8A8Linear(layer, dtype).to(DEVICE)
+    layer = QuantizedLinear(QuantType.W8A8, weight, scale, torch.rand(128, generator=g), torch.tensor(0.02), 3)
+    return StaticW8A8Linear(layer, dtype).to(DEVICE)
+
+
+def _linear_inputs(op: str, call: CallFacts, dtype: torch.dtype) -> tuple[Any, ...]:
+    """What `models.quantized` hands the op: x [5, K] and the module's buffers, as a `dtype` model holds them."""
+    module = _linear_module(op, dtype)
+    x = _act(5, 256, dtype=dtype)
+    if op == "w8a8_dynamic_linear":
+        return x, module.weight, module.weight_scale, module.bias
+    if call.prequantized:
+        x = torch.empty(5, 256, dtype=torch.int8, device=DEVICE)  # the fused norm before it quantized x already
+    return x, module.weight, module.input_scale, module.input_offset, module.deq_scale, module.quant_bias
 
 
 def all_cases_by_dtype() -> list[tuple[Case, torch.dtype]]:

@@ -12,14 +12,19 @@ get what vllm-ascend hands them (quantization/w8a8.py and w8a8_dynamic.py, v0.8.
 quantization/methods/): int8 (qint8) activations quantized along the last axis with the per-tensor scale
 and offset repeated to K (process_weights_after_loading), the offset int8 with div_mode=True
 (w8a8.py@v0.8.5rc1) and in the scale's dtype with div_mode=False (w8a8.py@v0.9.0rc1 on); an int8 [K, N]
-weight (transposed once after loading); a deq_scale stored int64 for float16 output and float32 for
-bfloat16 (get_perchannel_param), an int32 quant_bias; per-token float32 scales from npu_dynamic_quant;
-compressed-tensors checkpoints pass deq_scale and a float bias in the model's dtype (w8a8_static.py@v0.18.0);
-the fused norm-quant gets the scale and offset repeated to K in the model's dtype (layernorm.py@v0.11.0:53);
-the weight cast is int8 to FRACTAL_NZ, format 29 (ACL_FORMAT_FRACTAL_NZ, vllm_ascend/utils.py).
+weight (transposed once after loading); the fused norm-quant gets the scale and offset repeated to K in
+the model's dtype (layernorm.py@v0.11.0:53); the weight cast is int8 to FRACTAL_NZ, format 29
+(ACL_FORMAT_FRACTAL_NZ, vllm_ascend/utils.py).
 
-`problems(call, device)` returns every broken rule as text; an empty list means the call is in contract.
-Values computed by the stand-in are never looked at: only the arguments our adapters built.
+Dtype rules come from the kernels' own tables, not from what vllm-ascend happens to pass: every
+npu_quant_matmul call must be a row of its dtype table for the chip (`limits.quant_matmul_combinations`,
+data/kernel_limits.json, from op-plugin's torch_npu-npu_quant_matmul.md), whose departures from
+vllm-ascend the data file lists. A cache write must land in the ND layout the cache has: the mode the
+kernel gets is the one passed, else the schema's default, else what op-plugin passes implicitly at that
+commit (`schema.effective`: "PA_NZ" at op-plugin 7.2.0/7.3.0), and it must be "Norm".
+
+`problems(call, device, chip, commit)` returns every broken rule as text; an empty list means the call is
+in contract. Values computed by the stand-in are never looked at: only the arguments our adapters built.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from typing import Any
 
 import torch
 
+from ascend_backend.platform.kernels import ChipFamily
+from ascend_backend.platform.limits import quant_matmul_combinations
+from tests.unit.ascend_backend.npu.schema import effective
 from tests.unit.ascend_backend.npu.stand_in import Call
 
 ACTIVATION_DTYPES = (torch.float16, torch.bfloat16)
@@ -181,16 +189,19 @@ def _atb_attention(name: str, a: dict[str, Any]) -> list[str]:
     return out
 
 
-def _cache_write(name: str, a: dict[str, Any]) -> list[str]:
+def _cache_write(call: Call, commit: str) -> list[str]:
+    a = call.arguments
     out, key, cache = [], a["key"], a["key_cache"]
     slots = a.get("slot_indices", a.get("slot_mapping"))
     if key.shape[1:] != cache.shape[2:] or slots.shape[0] != key.shape[0]:
         out.append(f"key {list(key.shape)} / cache {list(cache.shape)} / slots {list(slots.shape)} do not line up")
-    if name == "npu_scatter_pa_kv_cache":
+    if call.function == "npu_scatter_pa_kv_cache":
         if not a["value"].is_contiguous():
             out.append("value must be contiguous")
-        if a.get("cache_mode") not in (None, "Norm"):
-            out.append(f"cache_mode {a.get('cache_mode')!r}: the ND paged cache is 'Norm'")
+        mode = effective(call.signature, a, commit, "cache_mode")
+        if mode not in (None, "Norm"):
+            passed = "passed" if "cache_mode" in a else "left out, so op-plugin passes"
+            out.append(f"cache_mode {mode!r} ({passed}): the ND paged cache needs 'Norm'")
     return out
 
 
@@ -241,43 +252,37 @@ def _quantize(a: dict[str, Any]) -> list[str]:
     return out
 
 
-def _quant_matmul(a: dict[str, Any], device: torch.device) -> list[str]:
+def _dtype(value: Any) -> str | None:
+    if value is None:
+        return None
+    return str(value.dtype if isinstance(value, torch.Tensor) else value).removeprefix("torch.")
+
+
+def _quant_matmul(a: dict[str, Any], device: torch.device, chip: ChipFamily) -> list[str]:
     out, x1, x2, scale = [], a["x1"], a["x2"], a["scale"]
     tensors = {n: a[n] for n in ("x1", "x2", "scale", "bias", "pertoken_scale") if isinstance(a.get(n), torch.Tensor)}
     out += [f"{n} is on {t.device}, not the device {device}" for n, t in tensors.items() if t.device != device]
-    if x1.dtype != torch.int8 or x2.dtype != torch.int8:
-        out.append(f"x1 {x1.dtype} and x2 {x2.dtype} must be int8")
     if x2.dim() != 2 or x2.shape[0] != x1.shape[-1]:
         out.append(f"x2 {list(x2.shape)} is not [K={x1.shape[-1]}, N]")
     n = x2.shape[-1]
-    output = a.get("output_dtype")
-    if output not in ACTIVATION_DTYPES:
-        out.append(f"output_dtype {output} is not float16/bfloat16")
     if list(scale.shape) != [n]:
         out.append(f"scale {list(scale.shape)} is not [N={n}]")
     bias, pertoken = a.get("bias"), a.get("pertoken_scale")
     if bias is not None and list(bias.shape) != [n]:
         out.append(f"bias {list(bias.shape)} is not [N={n}]")
-    if pertoken is None and bias is not None and bias.is_floating_point():
-        # compressed-tensors form (w8a8_static.py@v0.18.0:130, 159): deq_scale = input_scale * weight_scale and
-        # the layer's bias, both in the model's dtype.
-        if scale.dtype not in (output, torch.float32) or bias.dtype not in (output, torch.float32):
-            out.append(f"float-bias form: deq_scale {scale.dtype} and bias {bias.dtype} must be {output} or float32")
-    elif pertoken is None:  # static: deq_scale and quant_bias as msmodelslim stores them
-        want = torch.int64 if output == torch.float16 else torch.float32
-        if scale.dtype != want:
-            out.append(f"static deq_scale is {scale.dtype}; for {output} output it is {want}")
-        if bias is not None and bias.dtype != torch.int32:
-            out.append(f"static quant_bias is {bias.dtype}, not int32")
-    elif pertoken.dtype != torch.float32 or list(pertoken.shape) != [x1.shape[0]] or x1.dim() != 2:
-        out.append(
-            f"pertoken_scale must be float32 [{x1.shape[0]}] for 2-D x1, got {pertoken.dtype} {list(pertoken.shape)}"
-        )
+    if pertoken is not None and (list(pertoken.shape) != [x1.shape[0]] or x1.dim() != 2):
+        out.append(f"pertoken_scale must be [{x1.shape[0]}] for 2-D x1, got {list(pertoken.shape)}")
+    names = ("x1", "x2", "scale", "offset", "bias", "pertoken_scale", "output_dtype")
+    got = tuple(_dtype(a.get(name)) for name in names)
+    rows = quant_matmul_combinations(chip)
+    if not any(all(g in allowed for g, allowed in zip(got, row)) for row in rows):
+        shown = ", ".join(f"{name}={g}" for name, g in zip(names, got))
+        out.append(f"({shown}) is no row of npu_quant_matmul's dtype table for {chip.value}")
     return out
 
 
-def problems(call: Call, device: torch.device) -> list[str]:
-    """Every rule `call` breaks (empty when it is in contract)."""
+def problems(call: Call, device: torch.device, chip: ChipFamily, commit: str) -> list[str]:
+    """Every rule `call` breaks (empty when it is in contract) on `chip`, against op-plugin at `commit`."""
     name, a = call.function, call.arguments
     found = _common(call, device)
     if name == "npu_fused_infer_attention_score":
@@ -292,7 +297,7 @@ def problems(call: Call, device: torch.device) -> list[str]:
     ):
         found += _atb_attention(name, a)
     elif name in ("_npu_reshape_and_cache", "npu_scatter_pa_kv_cache"):
-        found += _cache_write(name, a)
+        found += _cache_write(call, commit)
     elif name in ("_npu_rotary_embedding", "npu_mrope", "npu_apply_rotary_pos_emb"):
         found += _rope(name, a)
     elif name in ("npu_rms_norm", "npu_add_rms_norm"):
@@ -302,7 +307,7 @@ def problems(call: Call, device: torch.device) -> list[str]:
     elif name == "npu_quantize":
         found += _quantize(a)
     elif name == "npu_quant_matmul":
-        found += _quant_matmul(a, device)
+        found += _quant_matmul(a, device, chip)
     elif name == "npu_dynamic_quant" and a.get("dst_type") not in (None, torch.int8):
         found.append(f"dst_type {a.get('dst_type')}: W8A8_DYNAMIC quantizes to int8")
     elif name == "npu_swiglu" and a["self"].shape[-1] % 2:

@@ -27,6 +27,7 @@ class Param:
     has_default: bool
     kw_only: bool
     written: bool
+    default: str | None = None  # the default's text without quotes ('PA_NZ', '-1', 'None')
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,10 @@ def parse(schema: str) -> Signature:
             raise ValueError(f"{name}: cannot parse parameter {item!r}")
         raw_type = match["type"]
         base = re.sub(r"\([a-z]!?\)", "", raw_type).rstrip("?")
+        default = match["default"].strip().strip("'\"") if match["default"] is not None else None
+        written = "!" in raw_type
         params.append(
-            Param(match["name"], base, raw_type.endswith("?"), match["default"] is not None, kw_only, "!" in raw_type)
+            Param(match["name"], base, raw_type.endswith("?"), default is not None, kw_only, written, default)
         )
     return Signature(name.strip(), tuple(params), returns)
 
@@ -91,25 +94,49 @@ def schema_data() -> dict:
     return json.loads(DATA.read_text())
 
 
-def branch_for(torch_npu: str) -> str:
-    """'2.9.0.post1+git4c901a4' -> '7.3.0' (the rule and the evidence are in the data file)."""
-    version = torch_npu.split("+", 1)[0]
-    version = re.sub(r"\.dev\d+$", "", version)
-    table = schema_data()["torch_npu_to_branch"]["versions"]
-    if version not in table:
-        raise KeyError(f"no op-plugin branch recorded for torch_npu {torch_npu}; add it to {DATA.name}")
-    return table[version]["branch"]
+def wheel_commits(torch_npu: str) -> tuple[str, ...]:
+    """The op-plugin commits a pinned torch_npu wheel may have been built from ('main': op-plugin master).
+
+    '2.7.1' -> one (its release tag's submodule); '2.7.1.dev20250724' -> every pointer of its branch that day.
+    The rule and the evidence are in the data file (`rule`, `wheels.<version>.built_from`).
+    """
+    wheels = schema_data()["wheels"]
+    if torch_npu not in wheels:
+        raise KeyError(f"torch_npu {torch_npu} is not in {DATA.name}; rerun extract_schemas.py")
+    return tuple(dict.fromkeys(c["op_plugin"] for c in wheels[torch_npu]["built_from"]))
+
+
+def _commit(commit: str) -> dict:
+    return schema_data()["commits"][commit]
 
 
 @cache
-def signatures(branch: str) -> dict[str, Signature]:
-    return {name: parse(entry["schema"]) for name, entry in schema_data()["branches"][branch]["functions"].items()}
+def signatures(commit: str) -> dict[str, Signature]:
+    """Every function's declared signature at one op-plugin commit."""
+    return {name: parse(entry["schema"]) for name, entry in _commit(commit)["functions"].items()}
 
 
-def available(branch: str, function: str, torch_minor: str) -> bool:
-    """Whether op-plugin `branch` implements `function` for this torch ('v2.9'): its `op_api` (aclnn) or
-    `acl_op` entry covers it, `all_version` meaning the branch's own list; ATB functions always are."""
-    data = schema_data()["branches"][branch]
+def implicit(commit: str, function: str) -> dict[str, str]:
+    """param -> what op-plugin passes the kernel when the call leaves it out and the schema has no default
+    (npu_scatter_pa_kv_cache's cache_mode, hard-coded "PA_NZ" at op-plugin 7.2.0/7.3.0)."""
+    found = _commit(commit)["implicit"].get(function, {})
+    return {param: entry["value"] for param, entry in found.items()}
+
+
+def effective(signature: Signature, passed: dict, commit: str, param: str) -> object:
+    """The value the kernel gets for `param`: passed, else the schema's default, else op-plugin's implicit one."""
+    if param in passed:
+        return passed[param]
+    declared = next((p for p in signature.params if p.name == param), None)
+    if declared is not None and declared.default not in (None, "None"):
+        return declared.default
+    return implicit(commit, signature.name).get(param)
+
+
+def available(commit: str, function: str, torch_minor: str) -> bool:
+    """Whether op-plugin at `commit` implements `function` for this torch ('v2.9'): its `op_api` (aclnn) or
+    `acl_op` entry covers it, `all_version` meaning the commit's own list; ATB functions always are."""
+    data = _commit(commit)
     entry = data["functions"][function]
     if entry["op_api"] in ("atb", "core"):
         return True

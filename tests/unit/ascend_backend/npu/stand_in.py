@@ -109,7 +109,7 @@ RESULTS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 @dataclass
 class StandIn:
-    """`module` is what the guard hands the adapters (from `ascend_backend.npu.device.torch_npu()`); `calls` what they did."""
+    """`module` is what the guard hands the adapters (from `ascend_backend.platform.device.torch_npu()`); `calls` what they did."""
 
     signatures: dict[str, Signature]
     calls: list[Call] = field(default_factory=list)

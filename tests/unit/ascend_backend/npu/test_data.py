@@ -6,7 +6,7 @@ import yaml
 from packaging.version import Version
 
 from ascend_backend.npu.guard import NpuOp
-from ascend_backend.npu.kernels import RECIPES, kernel_table, releases
+from ascend_backend.platform.kernels import RECIPES, kernel_table, releases
 from ascend_backend.registry import REGISTRY, Backend
 from tests.conftest import REPO_ROOT
 

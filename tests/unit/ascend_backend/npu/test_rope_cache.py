@@ -12,20 +12,22 @@ import pytest
 import torch
 
 import ascend_backend.npu.adapters.rotary as rotary_mod
-import ascend_backend.npu.device as device_mod
+import ascend_backend.platform.device as device_mod
 from ascend_backend.npu.adapters.rotary import AtbRopeCache, rotary_embedding_npu
-from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
 from ascend_backend.ops.rotary import build_cos_sin_cache
+from ascend_backend.platform.kernels import ChipFamily
+from ascend_backend.platform.kinds import NpuStatus, NpuUnavailable
 from tests.unit.ascend_backend.npu.rules import problems
-from tests.unit.ascend_backend.npu.schema import signatures
+from tests.unit.ascend_backend.npu.schema import signatures, wheel_commits
 from tests.unit.ascend_backend.npu.stand_in import StandIn
 
 AVAILABLE = NpuStatus(NpuUnavailable.AVAILABLE, "stand-in", "")
+COMMIT = wheel_commits("2.9.0")[0]  # the op-plugin of v0.18.0rc1's torch_npu
 
 
 @pytest.fixture
 def npu(monkeypatch):
-    fake = StandIn(signatures("7.3.0"))
+    fake = StandIn(signatures(COMMIT))
     module = fake.module
     monkeypatch.setattr(device_mod, "_load_torch_npu", lambda: (module, AVAILABLE))
     monkeypatch.setattr(device_mod, "atb_status", lambda: AVAILABLE)
@@ -65,7 +67,7 @@ def test_a_second_cache_goes_to_npu_mrope_with_its_own_cache(npu, caplog):
     mrope = npu.calls[1]
     assert mrope.arguments["mrope_section"] == [0, 0, 0] and mrope.arguments["rotary_mode"] == "half"
     assert torch.equal(mrope.arguments["cos_sin_cache"].float(), second.half().float())
-    assert problems(mrope, torch.device("cpu")) == []
+    assert problems(mrope, torch.device("cpu"), ChipFamily.A2, COMMIT) == []
     assert sum("already holds another cos/sin cache" in r.message for r in caplog.records) == 1
 
 

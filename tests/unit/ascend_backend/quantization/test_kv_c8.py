@@ -36,8 +36,9 @@ def test_the_cache_write_hook_wraps_the_registry_op_and_is_removed_after():
 
 
 def test_c8_is_calibrated_and_applied_at_the_cache_write(float_dir):
-    executor = Executor.from_pretrained(float_dir, dtype=torch.float32, block_size=32, num_blocks=16,
-                                        enable_prefix_caching=False)  # fmt: skip
+    executor = Executor.from_pretrained(
+        float_dir, dtype=torch.float32, block_size=32, num_blocks=16, enable_prefix_caching=False
+    )
     layer_of = layer_finder(executor.kv_caches)
     amax: dict = {}
     with kv_cache_write(observe_kv(layer_of, amax)):
@@ -62,8 +63,10 @@ def test_c8_is_calibrated_and_applied_at_the_cache_write(float_dir):
 @pytest.mark.parametrize("layout", ["antiquant", "cache_scale"])
 def test_both_layouts_round_trip(layout):
     g = torch.Generator().manual_seed(0)
-    scales = {i: KVScales.from_amax(torch.rand(2, 16, generator=g) + 0.5, torch.rand(2, 16, generator=g) + 0.5)
-              for i in range(2)}  # fmt: skip
+    scales = {
+        i: KVScales.from_amax(torch.rand(2, 16, generator=g) + 0.5, torch.rand(2, 16, generator=g) + 0.5)
+        for i in range(2)
+    }
     if layout == "antiquant":  # stored as float16: exact round trip for fp16-representable scales
         scales = {i: KVScales(s.key.half().float(), s.value.half().float()) for i, s in scales.items()}
     tensors, description = c8_tensors(scales, layout)

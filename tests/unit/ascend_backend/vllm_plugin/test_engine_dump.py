@@ -96,8 +96,11 @@ def record(tmp_path, request_text: str, model: EngineModel | None = None, decode
 
 def test_spec_parses_and_round_trips(tmp_path):
     request = DumpRequest.parse(f"dir={tmp_path};steps=3;modules=model.layers.*,logits_processor;layers=0,2-3")
-    assert (request.steps, request.modules, request.layers) == (3, ("model.layers.*", "logits_processor"),
-                                                                 frozenset({0, 2, 3}))  # fmt: skip
+    assert (request.steps, request.modules, request.layers) == (
+        3,
+        ("model.layers.*", "logits_processor"),
+        frozenset({0, 2, 3}),
+    )
     assert DumpRequest.parse(request.to_env()) == request
     bare = DumpRequest.parse(str(tmp_path))
     assert (bare.directory, bare.steps, bare.modules, bare.mode) == (tmp_path, 1, ("*",), DumpMode.TENSORS)
@@ -137,8 +140,11 @@ def test_records_the_first_n_steps_then_removes_its_hooks(tmp_path):
     assert {r.step for r in dump.records} == {0, 1}  # decodes 2 and 3 ran unrecorded
     layer0 = [r for r in dump.records if r.module == "model.layers.0"]
     assert [(r.call, r.output_index, r.shape) for r in layer0] == [
-        (0, 0, (5, HIDDEN)), (0, 1, (5, HIDDEN)), (1, 0, (1, HIDDEN)), (1, 1, (1, HIDDEN))
-    ]  # fmt: skip
+        (0, 0, (5, HIDDEN)),
+        (0, 1, (5, HIDDEN)),
+        (1, 0, (1, HIDDEN)),
+        (1, 1, (1, HIDDEN)),
+    ]
     logits = [r for r in dump.records if r.module == "logits_processor"]
     assert [(r.step, r.shape) for r in logits] == [(0, (1, 16)), (1, (1, 16))]  # the last step's logits too
     assert dump.header.source == "vllm-engine" and dump.header.model == "toy"
@@ -152,8 +158,11 @@ def test_hooks_are_gone_after_the_last_step(tmp_path):
 
 def test_module_patterns_and_stats_mode(tmp_path):
     _, dump = record(tmp_path, "dir={dir};steps=1;modules=model.layers.*;layers=1;mode=stats")
-    assert {r.module for r in dump.records} == {"model.layers.1", "model.layers.1.input_layernorm",
-                                                "model.layers.1.mlp"}  # fmt: skip
+    assert {r.module for r in dump.records} == {
+        "model.layers.1",
+        "model.layers.1.input_layernorm",
+        "model.layers.1.mlp",
+    }
     assert dump.mode is DumpMode.STATS and all(r.file is None for r in dump.records)
 
 
@@ -173,8 +182,9 @@ def test_dummy_runs_do_not_count_as_steps(tmp_path):
     attach_recorder(model, request, "toy", enforce_eager=True)
     ids, pos = torch.tensor([1, 2]), torch.arange(2)
     dummy = ForwardContext(no_compile_layers={}, attn_metadata=None, slot_mapping={})  # vLLM's profile run
-    real = ForwardContext(no_compile_layers={}, attn_metadata={"model.layers.0.self_attn.attn": object()},
-                          slot_mapping={})  # fmt: skip
+    real = ForwardContext(
+        no_compile_layers={}, attn_metadata={"model.layers.0.self_attn.attn": object()}, slot_mapping={}
+    )
     with torch.no_grad():
         with override_forward_context(dummy):
             assert not engine_step_is_real()

@@ -66,8 +66,11 @@ def rank_outputs(make, size: int, weights: dict, x: torch.Tensor) -> tuple[list[
 @pytest.mark.parametrize(("size", "kv_heads", "replicas"), [(2, 2, 1), (4, 2, 2), (2, 1, 2)])
 def test_qkv_gathers_to_the_tp1_layout_with_replicated_kv_heads_taken_once(size, kv_heads, replicas):
     torch.manual_seed(0)
-    weights = {"q": torch.randn(4 * HEAD, HIDDEN), "k": torch.randn(kv_heads * HEAD, HIDDEN),
-               "v": torch.randn(kv_heads * HEAD, HIDDEN)}  # fmt: skip
+    weights = {
+        "q": torch.randn(4 * HEAD, HIDDEN),
+        "k": torch.randn(kv_heads * HEAD, HIDDEN),
+        "v": torch.randn(kv_heads * HEAD, HIDDEN),
+    }
     x = torch.randn(3, HIDDEN)  # [T, H]
 
     def make():
@@ -149,8 +152,9 @@ def test_parallel_info_lists_sharded_modules_and_their_neighbours():
     class Mlp(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.gate_up_proj = linear.MergedColumnParallelLinear(HIDDEN, [96, 96], bias=False,
-                                                                  params_dtype=torch.float32)  # fmt: skip
+            self.gate_up_proj = linear.MergedColumnParallelLinear(
+                HIDDEN, [96, 96], bias=False, params_dtype=torch.float32
+            )
             self.down_proj = linear.RowParallelLinear(96, HIDDEN, bias=False, params_dtype=torch.float32)
             self.act_fn = torch.nn.SiLU()
 

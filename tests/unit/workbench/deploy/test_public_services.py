@@ -4,6 +4,7 @@ hand-made expected list is recovered with its file and line, the release picked 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,8 @@ def test_the_release_picked_and_why(service, imports):
     reasons = " ".join(r.text for r in pick.reasons)
     for needle in want.get("reasons", []):
         assert needle in reasons
-    assert pick.release in pick.holding  # a pick holds every engine setting there
+    # a pick holds every engine setting there, unless no release judged does (then it refuses the fewest)
+    assert pick.release in pick.holding or not pick.holding
 
 
 def test_ported_files_lint_clean_at_the_release(service, imports):
@@ -82,8 +84,9 @@ def test_every_change_is_cited(service, imports):
             assert change.method.startswith("docs/METHOD.md §"), change
             # a vllm-ascend doc or source line pinned to a tag, lint's TAG:path:line, or the vLLM sdist lint read
             assert (
-                change.cite.startswith(("https://github.com/vllm-project/", "pypi:vllm-", "ascend_backend/data/"))
+                change.cite.startswith(("https://github.com/vllm-project/", "pypi:vllm-", "workbench/truth/data/"))
                 or "@" in change.cite
+                or re.match(r"(v[\w.]+|main):vllm_ascend/\S+:\d+$", change.cite)
             ), change
 
 

@@ -141,6 +141,9 @@ def test_cli_writes_json_and_html_and_exits_1_on_failure(tmp_path, monkeypatch, 
     assert by_name["firmware.driver_reboot"]["status"] == "fail"
     assert by_name["cann.set_env"]["status"] == "fail"  # the variables were removed: not sourced
     assert data["ascend_root"] == str(ctx.ascend_root)
+    # stamped as a check document of this root, not with the process-wide (cached, default-root) stack
+    assert (data["kind"], data["schema_version"]) == ("check", 1)
+    assert data["provenance"]["ascend_root"] == str(ctx.ascend_root) and "stack" not in data["provenance"]
     assert "firmware.driver_reboot" in out_html.read_text()
     assert "reboot the machine" in capsys.readouterr().out
 

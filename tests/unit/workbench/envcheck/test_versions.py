@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ascend_backend.npu.device import classify_npu_import_error
-from ascend_backend.npu.kinds import NpuStatus, NpuUnavailable
+from ascend_backend.platform.device import classify_npu_import_error
+from ascend_backend.platform.kinds import NpuStatus, NpuUnavailable
 from tests.unit.workbench.envcheck.fakes import fixture_text
 from workbench.envcheck.result import Status
 from workbench.envcheck.versions import (

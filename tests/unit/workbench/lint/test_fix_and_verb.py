@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -73,7 +74,7 @@ def test_upgrade_lists_what_changes():
 
 
 def test_release_basis_names_where_the_release_came_from():
-    from ascend_backend.npu.config_table import config_table
+    from workbench.truth.table import config_table
 
     table = config_table()
     assert resolve_target(table, "v0.12.5").tag == "v0.12.0rc1"
@@ -84,7 +85,7 @@ def test_release_basis_names_where_the_release_came_from():
     assert "ambiguous" in inferred.basis and "--release" in inferred.basis
 
 
-def test_the_verb_exit_codes_and_json_records(tmp_path, capsys):
+def test_the_verb_exit_codes_and_the_typed_document(tmp_path, capsys):
     clean = tmp_path / "ok.sh"
     clean.write_text("export HCCL_BUFFSIZE=512\nvllm serve m --max-num-seqs 8\n")
     assert main(["lint", str(clean), "--release", "v0.13.0"]) == 0
@@ -92,7 +93,9 @@ def test_the_verb_exit_codes_and_json_records(tmp_path, capsys):
     bad.write_text(SCRIPT)
     capsys.readouterr()
     assert main(["lint", str(bad), "--release", "v0.13.0", "--json"]) == 1
-    records = json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["kind"] == "lint" and document["schema_version"] == 1 and document["provenance"]
+    records = document["findings"]
     assert set(records[0]) >= {
         "setting",
         "value",
@@ -109,3 +112,43 @@ def test_the_verb_exit_codes_and_json_records(tmp_path, capsys):
     assert main(["lint", str(broken), "--release", "v0.13.0"]) == 2
     assert "not JSON" in capsys.readouterr().err
     assert main(["lint", str(tmp_path / "missing.sh")]) == 2
+
+
+def test_standard_input_is_read_once_for_the_upgrade_and_the_fix(tmp_path, monkeypatch, capsys):
+    """`lint - --to TAG --fix OUT` used to read standard input twice: the upgrade saw nothing (0 changes)
+    and --fix wrote an empty file. One read feeds every view of the input now."""
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(SCRIPT))
+    out = tmp_path / "fixed.sh"
+    assert main(["lint", "-", "--release", "v0.13.0", "--to", "main", "--fix", str(out)]) == 1
+    printed = capsys.readouterr().out
+    changes = int(printed.split("upgrade v0.13.0 -> main: ")[1].split(" ")[0])
+    assert changes > 0
+    assert out.read_text().strip() and "vllm serve" in out.read_text()
+
+
+def test_run_lint_takes_standard_input_from_the_caller(tmp_path):
+    import io
+
+    from workbench.lint.api import LintRequest, run_lint
+
+    result = run_lint(LintRequest(source="-", release="v0.13.0", to="main"), stdin=io.StringIO(SCRIPT))
+    assert result.report.parsed.where == "stdin" and result.upgrade.changes()
+    assert result.to_dict()["upgrade"]["changes"] == result.upgrade.changes()
+    written = result.write(tmp_path / "lint.json")
+    from workbench.lint.api import LINT_KIND
+
+    assert LINT_KIND.read(written)["findings"] == result.report.records()
+
+
+def test_a_request_names_the_flag_it_refuses():
+    from workbench.errors import WorkbenchError
+    from workbench.lint.api import LintRequest
+
+    with pytest.raises(WorkbenchError, match="--release 'v9.x'"):
+        LintRequest(source="serve.sh", release="v9.x")
+    with pytest.raises(WorkbenchError, match="not both"):
+        LintRequest()
+    with pytest.raises(WorkbenchError, match="never in place"):
+        LintRequest(source="serve.sh", fix=Path("serve.sh"))

@@ -11,7 +11,7 @@ from importlib import metadata
 
 import pytest
 
-from ascend_backend.npu.config_table import config_table
+from workbench.truth.table import config_table
 
 pytestmark = pytest.mark.slow
 

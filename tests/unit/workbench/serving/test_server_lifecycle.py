@@ -257,7 +257,7 @@ def test_tensor_parallel_recipe_binds_one_group_per_rank(tmp_path, monkeypatch):
 def test_an_npu_server_whose_atb_kernels_cannot_load_is_refused_before_starting(monkeypatch, tmp_path):
     """op-plugin defers the NNAL/ATB load to the first kernel call: the launcher asks first, so the
     user gets the fix instead of a server that fails minutes later in its first forward."""
-    from ascend_backend.npu import device
+    from ascend_backend.platform import device
     from workbench.errors import WorkbenchError
     from workbench.serving import server as server_mod
 
