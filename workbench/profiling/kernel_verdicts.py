@@ -16,7 +16,7 @@ carries the counter, its value, the threshold and the source:
     unaligned shapes                   a large cube task whose inner axes are not multiples of 256
     format conversion / H2D copy       framework work, counted as its own bucket
 
-A group is then joined to the kernel table (`ascend_backend.npu.kernels`): the torch_npu call whose aclnn
+A group is then joined to the kernel table (`ascend_backend.platform.kernels`): the torch_npu call whose aclnn
 kernel it is, the registry op, and the vllm-ascend code path (file@tag:line) of every table row that makes
 that call — what the table says should run, for each release.
 """
@@ -311,7 +311,7 @@ def judge_kernels(
 
 def table_rows(name: str, kernel: str, rules: KernelRules) -> tuple[str, ...]:
     """The kernel-table rows whose torch_npu call launches this kernel (its aclnn name or its type)."""
-    from ascend_backend.npu.kernels import kernel_table
+    from ascend_backend.platform.kernels import kernel_table
 
     launched = name.split("_", 1)[0].removeprefix("aclnn")
     calls = {call for call, kinds in rules.aclnn.items() if launched in kinds or kernel in kinds}
