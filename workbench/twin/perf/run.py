@@ -125,14 +125,15 @@ def _least_contended(
     `window_attempts` times): the least contended attempt (`contention`)."""
     policy = load_perf_thresholds(request.thresholds)
     best: WindowRecord | None = None
-    for attempt in range(1, policy.window_attempts + 1):
-        record = replace(measure_window(target, index, request, directory, progress), attempts=attempt)
+    made = 0
+    for made in range(1, policy.window_attempts + 1):
+        record = measure_window(target, index, request, directory, progress)
         if best is None or (record.others_cpu or 0.0) < (best.others_cpu or 0.0):
-            best = replace(record, attempts=attempt)
+            best = record
         if record.others_cpu is None or record.others_cpu <= policy.max_others_cpu:
             break
     assert best is not None
-    return best
+    return replace(best, attempts=made)
 
 
 def _collect(request: PerfTwinRequest, directory: Path, progress: bool) -> list[WindowRecord]:

@@ -91,7 +91,7 @@ class WindowRecord:
     buckets: dict[str, float] | None  # StepBuckets.to_dict() of the profiled steps
     seconds: float
     others_cpu: float | None = None  # the share of the machine other work took meanwhile (`contention`)
-    attempts: int = 1  # how many times the window was measured (a contended attempt is measured again)
+    attempts: int = 1  # how many times the window was measured (the least contended measurement is this record)
 
     @property
     def name(self) -> str:
