@@ -92,11 +92,10 @@ def _target(side: Side, request: PerfTwinRequest, directory: Path, progress: boo
     env, args = dict(request.extra_env), request.extra_args
     if side.recipe is not None:
         recipe = side.recipe
-        log_dir = directory / "server-logs"
-        with launch_profiled(recipe, extra_env=env, extra_args=args, log_dir=log_dir, progress=progress) as (
-            server,
-            shared,
-        ):
+        launched = launch_profiled(
+            recipe, extra_env=env, extra_args=args, log_dir=directory / "server-logs", progress=progress
+        )
+        with launched as (server, shared):
             e = recipe.engine
             ranks = e.tensor_parallel_size * e.pipeline_parallel_size * e.data_parallel_size
             yield Target(side.label, server, shared, recipe.device, ranks, server_tokenizer(server))
@@ -127,7 +126,7 @@ def _least_contended(
     best: WindowRecord | None = None
     made = 0
     for made in range(1, policy.window_attempts + 1):
-        record = measure_window(target, index, request, directory, progress)
+        record = measure_window(target, index, request, directory, progress, made)
         if best is None or (record.others_cpu or 0.0) < (best.others_cpu or 0.0):
             best = record
         if record.others_cpu is None or record.others_cpu <= policy.max_others_cpu:

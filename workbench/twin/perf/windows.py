@@ -202,9 +202,10 @@ def _profiled(target: Target, request: PerfTwinRequest, prompts: list[Prompt], w
 
 
 def measure_window(
-    target: Target, index: int, request: PerfTwinRequest, directory: Path, progress: bool = True
+    target: Target, index: int, request: PerfTwinRequest, directory: Path, progress: bool = True, attempt: int = 1
 ) -> WindowRecord:
-    """One window on `target` (see the module docstring); the profile is written under `directory`."""
+    """One window on `target` (see the module docstring); the profile is written under `directory`
+    (`windows/<side><n>/`, or `windows/<side><n>.<attempt>/` for a window measured again)."""
     began = time.monotonic()
     prompts = prompts_for(target.tokenizer, request.workload)
     machine = contention.sample(target.server.pid)
@@ -214,7 +215,7 @@ def measure_window(
     profiled: tuple[RequestTiming, ...] = ()
     profile_file, buckets = None, None
     if target.trace_dir is not None:
-        where = directory / WINDOWS_DIR / f"{target.label}{index}"
+        where = directory / WINDOWS_DIR / (f"{target.label}{index}" + (f".{attempt}" if attempt > 1 else ""))
         profiled, profile = _profiled(target, request, prompts, where, progress)
         profile.write(where / "profile.json")
         profile_file = str((where / "profile.json").relative_to(directory))

@@ -124,7 +124,7 @@ def test_a_contended_window_is_measured_again_and_the_least_contended_attempt_ke
     shares = iter([0.9, 0.5])  # max_others_cpu 0.3, two attempts in all: neither passes, 0.5 is kept
     made = []
 
-    def measure(target, index, request, directory, progress):
+    def measure(target, index, request, directory, progress, attempt):
         made.append(index)
         return WindowRecord("A", index, (), (), {}, None, None, 1.0, next(shares))
 
