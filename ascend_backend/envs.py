@@ -112,6 +112,13 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "(<prefix>.<pid>.json), so call counts can be read from outside a server.",
     ),
     EnvVar(
+        "ASCEND_BACKEND_PLANTED",
+        "",
+        str,
+        "A planted host cost for the performance twin's checks (vllm_plugin.planted), e.g. 'step_sleep:ms=5': the "
+        "host sleeps before every forward step of the engine's model. Changes no output.",
+    ),
+    EnvVar(
         "ASCEND_BACKEND_DUMP",
         "",
         str,

@@ -44,17 +44,45 @@ def cli(*argv: str) -> float:
 
 
 def twin(out: Path, *flags: str, prompts: int, tokens: int, batch: str = "32") -> dict:
-    seconds = cli("twin", "--recipe", "cpu-tiny", *flags, "--prompts", "humaneval", "--num-prompts", str(prompts),
-                  "--max-tokens", str(tokens), "--batch", *batch.split(), "--out", str(out), "--no-progress")  # fmt: skip
+    seconds = cli(
+        "twin",
+        "--recipe",
+        "cpu-tiny",
+        *flags,
+        "--prompts",
+        "humaneval",
+        "--num-prompts",
+        str(prompts),
+        "--max-tokens",
+        str(tokens),
+        "--batch",
+        *batch.split(),
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     result = json.loads((out / "twin.json").read_text())
     result["wall_s"] = seconds
     return result
 
 
 def bench(recipe: str, input_len: int, prompts: int, tokens: int, work: Path) -> float:
-    return cli("bench", "--recipe", recipe, "--input-len", str(input_len), "--output-len", str(tokens),
-               "--num-prompts", str(prompts), "--concurrency", str(prompts), "--no-progress",
-               "--json", str(work / f"bench-{recipe.rsplit('/', 1)[-1]}-{time.monotonic_ns()}.json"))  # fmt: skip
+    return cli(
+        "bench",
+        "--recipe",
+        recipe,
+        "--input-len",
+        str(input_len),
+        "--output-len",
+        str(tokens),
+        "--num-prompts",
+        str(prompts),
+        "--concurrency",
+        str(prompts),
+        "--no-progress",
+        "--json",
+        str(work / f"bench-{recipe.rsplit('/', 1)[-1]}-{time.monotonic_ns()}.json"),
+    )
 
 
 def tp2_recipe(work: Path) -> Path:
@@ -76,8 +104,10 @@ def mean_prompt_len(run: Path) -> int:
 
 def describe(label: str, result: dict) -> str:
     s, verdict = result["summary"], result["verdict"]["verdict"]
-    return (f"{label}: {s['identical']}/{s['prompts']} identical, {s['near_ties']} near ties, {s['diverged']} diverged, "
-            f"max drift {s['max_drift']:.3g} nats, verdict {verdict} ({result['wall_s']:.0f} s)")  # fmt: skip
+    return (
+        f"{label}: {s['identical']}/{s['prompts']} identical, {s['near_ties']} near ties, {s['diverged']} diverged, "
+        f"max drift {s['max_drift']:.3g} nats, verdict {verdict} ({result['wall_s']:.0f} s)"
+    )
 
 
 def part_wall(work: Path, rounds: int, prompts: int, tokens: int) -> None:
@@ -95,37 +125,81 @@ def part_wall(work: Path, rounds: int, prompts: int, tokens: int) -> None:
             else:
                 first = work / "wall-0"  # the humaneval prompts' mean length, once a twin has tokenized them
                 length = mean_prompt_len(first) if (first / "plan.json").exists() else 40
-                seconds["bench"] = bench("cpu-tiny", length, prompts, tokens, work) + bench(str(recipe), length,
-                                                                                           prompts, tokens, work)  # fmt: skip
+                seconds["bench"] = bench("cpu-tiny", length, prompts, tokens, work) + bench(
+                    str(recipe), length, prompts, tokens, work
+                )
         ratios.append(seconds["twin"] / seconds["bench"])
-        print(f"round {index} ({' then '.join(order)}): twin {seconds['twin']:.1f} s, two bench runs "
-              f"{seconds['bench']:.1f} s, ratio {ratios[-1]:.2f}")  # fmt: skip
-    print(f"wall: twin / two bench runs, median of {rounds} rounds: {statistics.median(ratios):.2f} "
-          f"(range {min(ratios):.2f}-{max(ratios):.2f}; target <= 1.3)")  # fmt: skip
+        print(
+            f"round {index} ({' then '.join(order)}): twin {seconds['twin']:.1f} s, two bench runs "
+            f"{seconds['bench']:.1f} s, ratio {ratios[-1]:.2f}"
+        )
+    print(
+        f"wall: twin / two bench runs, median of {rounds} rounds: {statistics.median(ratios):.2f} "
+        f"(range {min(ratios):.2f}-{max(ratios):.2f}; target <= 1.3)"
+    )
 
 
 def part_noise(work: Path, prompts: int, tokens: int) -> None:
     own = "B:env.ASCEND_WORKBENCH_TWIN_REPEAT=1"  # a no-op variable: side B gets a server process of its own
-    print(describe("noise TP=1 vs TP=1, two processes", twin(work / "noise-tp1", "--set", own, prompts=prompts,
-                                                             tokens=tokens)))  # fmt: skip
-    print(describe("noise TP=2 vs TP=2, two processes", twin(work / "noise-tp2", "--set", own, "--set",
-                                                             TP2.replace("B:", "A:"), "--set", TP2, prompts=prompts,
-                                                             tokens=tokens)))  # fmt: skip
+    print(
+        describe(
+            "noise TP=1 vs TP=1, two processes", twin(work / "noise-tp1", "--set", own, prompts=prompts, tokens=tokens)
+        )
+    )
+    print(
+        describe(
+            "noise TP=2 vs TP=2, two processes",
+            twin(
+                work / "noise-tp2",
+                "--set",
+                own,
+                "--set",
+                TP2.replace("B:", "A:"),
+                "--set",
+                TP2,
+                prompts=prompts,
+                tokens=tokens,
+            ),
+        )
+    )
     batch = twin(work / "batch", prompts=prompts, tokens=tokens, batch="1 16")
     print(describe("batch 1 vs batch 16, one server", batch))
     noise = batch["noise"]
-    print(f"  the same server repeated (batch 1): {noise['identical']}/{noise['prompts']} identical, "
-          f"max drift {noise['max_drift']:.3g} nats")  # fmt: skip
+    print(
+        f"  the same server repeated (batch 1): {noise['identical']}/{noise['prompts']} identical, "
+        f"max drift {noise['max_drift']:.3g} nats"
+    )
 
 
 def part_dump(work: Path, prompts: int, tokens: int) -> None:
     out = work / "dump"
-    cli("twin", "--recipe", "cpu-tiny", "--set", TP2, "--prompts", "humaneval", "--num-prompts", str(prompts),
-        "--max-tokens", str(tokens), "--out", str(out), "--locate-prompt", "0", "--locate-steps", "4",
-        "--noise-repeats", "0", "--no-progress")  # fmt: skip
+    cli(
+        "twin",
+        "--recipe",
+        "cpu-tiny",
+        "--set",
+        TP2,
+        "--prompts",
+        "humaneval",
+        "--num-prompts",
+        str(prompts),
+        "--max-tokens",
+        str(tokens),
+        "--out",
+        str(out),
+        "--locate-prompt",
+        "0",
+        "--locate-steps",
+        "4",
+        "--noise-repeats",
+        "0",
+        "--no-progress",
+    )
     located = json.loads((out / "twin.json").read_text())["locate"]
-    print(f"dump: gathered TP=2 vs TP=1, prompt 0, 4 steps: {located['compared']} module outputs compared, "
-          f"{located['errors']} errors; first diverging module: {located['first_module']}")  # fmt: skip
+    print(
+        f"dump: gathered TP=2 vs TP=1, prompt 0, 4 steps: {located['compared']} module outputs compared, "
+        f"{located['errors']} errors; first diverging module: {located['first_module']}"
+    )
     for kind, cosine in located["worst_cosine_by_kind"].items():
         print(f"  worst cosine {cosine:.12f}  {kind}")
 

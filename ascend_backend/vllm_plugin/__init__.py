@@ -20,6 +20,7 @@ What `register()` does in each process:
 5. arms the faults named in ASCEND_BACKEND_FAULT (e.g. 'rms_norm:nan:call=5', or
    'add_rms_norm:scale:factor=1.2:module=model.layers.2.*' in an eager engine, whose modules then carry
    their names: `module_names`), so a workbench tool can break exactly one op inside a real server;
+   ASCEND_BACKEND_PLANTED='step_sleep:ms=5' plants a host sleep before every forward step (`planted`);
 6. when ASCEND_BACKEND_STATS_FILE=<prefix> is set, keeps `<prefix>.<pid>.json` up to date with op call
    counts (`stats`; read them with `stats.read_op_stats(prefix)`);
 7. when ASCEND_BACKEND_DUMP is set, records module outputs of the engine's model for its first forward
@@ -73,6 +74,10 @@ def register() -> None:
 
         kernels = ", ".join(f"{op}->{REGISTRY.select(op, 'cpu').backend.value}" for op in vllm_kernels.install())
     faults = arm_faults_from_env(envs.ASCEND_BACKEND_FAULT)
+    if envs.ASCEND_BACKEND_PLANTED:  # a planted host cost for the performance twin (vllm_plugin.planted)
+        from ascend_backend.vllm_plugin.planted import install as install_planted
+
+        install_planted(envs.ASCEND_BACKEND_PLANTED)
     prefix = envs.ASCEND_BACKEND_STATS_FILE
     if prefix:
         start_stats_writer(prefix)

@@ -3,7 +3,9 @@
 Reading any profile (`read_profile`), judging it (`judge` with `load_thresholds`), capturing one on a
 recipe's server (`capture`), eager against compiled (`measure_graph_mode`), and notebook 08's session:
 the profiles of one notebook run, labelled ('TP=1', 'TP=2', or the directory's name), with their
-verdicts; every table it returns carries a `profile` column with that label.
+verdicts; every table it returns carries a `profile` column with that label. Kernel verdicts from
+Ascend's counters (`judge_kernels` on a kernel_details.csv / op_summary_*.csv) and the idle causes of a
+timeline with host links (`idle_causes` on a torch_npu trace_view.json or a CUDA torch.profiler trace).
 """
 
 from __future__ import annotations
@@ -14,22 +16,44 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.errors import WorkbenchError
 from workbench.profiling import graph_mode as graph
 from workbench.profiling.capture import CaptureWorkload, capture
 from workbench.profiling.graph_mode import measure as measure_eager_and_compiled
+from workbench.profiling.idle_causes import CauseTotal, IdleCause, classify_gaps, links_of, totals
+from workbench.profiling.kernel_verdicts import (
+    CoreCounts,
+    KernelFinding,
+    KernelVerdict,
+    framework_bucket,
+    judge_kernels,
+)
+from workbench.profiling.kernel_verdicts import verdicts_frame as kernel_verdicts_frame
 from workbench.profiling.profile import HostPhase, OpStat, Profile, ProfileFormat, StepShare
 from workbench.profiling.read import read_profile
 from workbench.profiling.report import format_report, shares_table, summary, write_json
 from workbench.profiling.verdicts import Finding, FindingKind, judge, load_thresholds, verdicts_frame
 from workbench.recipes import load_serving_recipe
 from workbench.results.envelope import DocumentKind, write_result
-from workbench.settings import run_dir
+from workbench.settings import REPO_ROOT, run_dir
 from workbench.stack.provenance import provenance
 
 PROFILE_SESSION_KIND = DocumentKind("profile-session")
 
 __all__ = [
     "CaptureWorkload",
+    "CauseTotal",
+    "CoreCounts",
+    "IdleCause",
+    "KernelFinding",
+    "KernelVerdict",
+    "framework_bucket",
+    "idle_causes",
+    "idle_causes_frame",
+    "judge_kernels",
+    "kernel_verdicts",
+    "kernel_verdicts_frame",
+    "sample_path",
     "HostPhase",
     "OpStat",
     "Profile",
@@ -156,3 +180,35 @@ def save_session(session: ProfileSession, graph_result: graph.GraphModeResult | 
             "meta": graph_result.meta,
         }
     return write_result(session.out_dir / "session.json", record, provenance(), PROFILE_SESSION_KIND)
+
+
+SAMPLES = REPO_ROOT / "tests" / "fixtures" / "profiling" / "samples"
+
+
+def sample_path(name: str | Path) -> Path:
+    """A file of yours, or one of the real profiler files the project ships by name (tests/fixtures/profiling/
+    samples/, origins in its SOURCES.md)."""
+    given = Path(name).expanduser()
+    if given.exists():
+        return given
+    path = SAMPLES / str(name)
+    if not path.is_file():
+        shipped = ", ".join(sorted(p.name for p in SAMPLES.iterdir()))
+        raise WorkbenchError(f"{name}: no such file, and no shipped sample of that name; the samples are: {shipped}")
+    return path
+
+
+def kernel_verdicts(counters: str | Path, cores: CoreCounts | None = None) -> list[KernelVerdict]:
+    """`judge_kernels` on a kernel_details.csv / op_summary_*.csv of yours or a shipped sample's name."""
+    return judge_kernels(sample_path(counters), cores)
+
+
+def idle_causes(trace: Path | str, rank: str = "0") -> list[CauseTotal]:
+    """Why the device idled, per cause, from a timeline with host links: a torch_npu trace_view.json (its
+    async_npu and HostToDevice flows) or a CUDA torch.profiler trace (each kernel's launch)."""
+    return totals(classify_gaps(links_of(sample_path(trace)), rank))
+
+
+def idle_causes_frame(causes: list[CauseTotal]) -> pd.DataFrame:
+    columns = ["rank", "cause", "gaps", "total_ms", "largest_ms", "share", "example"]
+    return pd.DataFrame([c.row() for c in causes], columns=columns)

@@ -1,12 +1,17 @@
 """Capture a profile for real: a recipe's server with vLLM's profiler, a fixed workload, one window.
 
-    with launch(recipe, extra_args=("--profiler-config", '{"profiler": "torch", ...}')) as server:
+    with launch_profiled(recipe) as (server, shared):   # leased from the engine pool when one is open
         warm-up requests                      (allocation, compilation: outside the window)
-        POST /start_profile
+        POST /start_profile {"profile_prefix": ...}
         the fixed workload                    (workbench.serving.load, exact lengths)
         POST /stop_profile
-        wait until every rank's trace is completely written
+        wait until every rank's trace is completely written, then move the window's files out
     read the traces -> Profile (+ provenance, the workload's throughput)
+
+A profiler-configured server writes into one folder per configuration (`shared_trace_dir`, in the engine
+pool's folder or under runs/profiler-traces/): the folder is part of its command line, so every capture, notebook and
+performance twin asking for the same configuration leases the same pooled server, and each window's
+files, named by its own prefix, are moved from there into the caller's folder as soon as they are written.
 
 vLLM 0.32's profiler is configured with `--profiler-config` (vllm/config/profiler.py `ProfilerConfig`):
 `torch_profiler_dir` must be absolute; `torch_profiler_with_stack` is off (with Python stacks a CPU
@@ -27,12 +32,14 @@ expected rank has a file whose size has stopped changing and whose gzip stream i
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -45,12 +52,13 @@ from workbench.profiling.detect import worker_traces
 from workbench.profiling.profile import Profile
 from workbench.profiling.torch_npu import read_torch_npu
 from workbench.profiling.torch_trace import read_torch_traces
-from workbench.recipes import DeviceKind, ServingRecipe
+from workbench.recipes import DeviceKind, ServingRecipe, stable_hash
 from workbench.serving.client import model_dir, server_version
 from workbench.serving.load.metrics import LoadResult
 from workbench.serving.load.runner import run_coroutine, run_load_async
 from workbench.serving.load.workload import Workload, build_prompts, load_tokenizer
 from workbench.serving.server import Server, launch
+from workbench.settings import engine_pool_dir, run_dir
 from workbench.stack.provenance import provenance
 
 SCOPES_ENV = {"VLLM_CUSTOM_SCOPES_FOR_PROFILING": "1"}
@@ -107,6 +115,48 @@ def profiler_config(trace_dir: Path) -> dict[str, Any]:
 
 def profiler_args(trace_dir: Path) -> tuple[str, ...]:
     return ("--profiler-config", json.dumps(profiler_config(trace_dir)))
+
+
+def shared_trace_dir(recipe: ServingRecipe, extra_env: Mapping[str, str] | None = None) -> Path:
+    """The profiler folder of one configuration (recipe identity and extra environment), created: inside the
+    engine pool's folder while one is open (the main job, a test session: every notebook and test then shares the
+    configuration's server), else under runs/profiler-traces/."""
+    key = stable_hash({"recipe": recipe.identity(), "env": dict(sorted((extra_env or {}).items()))})
+    pool = engine_pool_dir()
+    base = pool / "profiler-traces" if pool is not None else run_dir("profiler-traces")
+    directory = (base / key).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@contextlib.contextmanager
+def launch_profiled(
+    recipe: ServingRecipe,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+    log_dir: Path | None = None,
+    progress: bool = True,
+) -> Iterator[tuple[Server, Path]]:
+    """`recipe`'s server with the profiler configured and vLLM's host scopes on: (server, its trace folder)."""
+    env = {**SCOPES_ENV, **(extra_env or {})}
+    shared = shared_trace_dir(recipe, extra_env)
+    args = (*extra_args, *profiler_args(shared))
+    with launch(recipe, extra_env=env, extra_args=args, log_dir=log_dir, progress=progress) as server:
+        yield server, shared
+
+
+def profile_prefix(*parts: str) -> str:
+    """A window's trace-file prefix as vLLM accepts it (vllm/config/profiler.py `validate_profile_prefix`: ASCII
+    letters, digits, '.', '_', '-', a letter or digit first, at most 128): other characters become '-'."""
+    text = "-".join(parts)
+    return "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in text)[:128]
+
+
+def move_outputs(outputs: list[Path], where: Path) -> list[Path]:
+    """Move a window's trace files (or *_ascend_pt folders) into `where`; their new paths."""
+    where.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.move(str(path), where / path.name)) for path in outputs]
 
 
 def expected_ranks(recipe: ServingRecipe) -> int:
@@ -254,10 +304,12 @@ def profile_window(
     prefix: str = "window",
     tokenizer: Any = None,
     progress: bool = True,
+    keep_in: Path | None = None,
 ) -> tuple[LoadResult, Profile]:
     """On a running, profiler-configured server: warm up, profile the workload, wait for and read the traces.
 
-    `prefix` names this window's files (vLLM's `profile_prefix`), so one server can profile many windows.
+    `prefix` names this window's files (vLLM's `profile_prefix`), so one server can profile many windows;
+    `keep_in`: move them there from the server's folder before reading them.
     """
     tokenizer = tokenizer or server_tokenizer(server)
     if workload.warmup_requests:
@@ -271,6 +323,8 @@ def profile_window(
     outputs = wait_for_traces(
         trace_dir, expected_ranks(recipe), prefix, device=recipe.device, server=server, since=started
     )
+    if keep_in is not None:
+        outputs, trace_dir = move_outputs(outputs, keep_in), keep_in
     return result, read_window(trace_dir, outputs, recipe.device)
 
 
@@ -290,24 +344,22 @@ def capture(
     extra_env: Mapping[str, str] | None = None,
     progress: bool = True,
 ) -> Capture:
-    """Start `recipe`'s server with the profiler, profile `workload`, stop the server, read the traces.
+    """`recipe`'s profiler-configured server (leased when pooled), profile `workload`, read the traces.
 
-    Writes `out_dir/traces/` (the raw traces) and `out_dir/profile.json` (the Profile, with provenance).
+    Writes `out_dir/traces/` (the window's raw traces) and `out_dir/profile.json` (the Profile, with provenance).
     """
     out_dir = Path(out_dir).resolve()
     trace_dir = out_dir / "traces"
-    trace_dir.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=4, desc=f"profile {recipe.name}", disable=not progress, bar_format="{desc}: {n}/{total} {postfix}")
     with bar:
         bar.set_postfix_str("starting the server")
-        env = {**SCOPES_ENV, **(extra_env or {})}
-        # Never pooled: the profiler's trace folder is this capture's own, and the server is of no use after it.
-        with launch(
-            recipe, extra_env=env, extra_args=profiler_args(trace_dir), log_dir=out_dir, progress=progress, pooled=False
-        ) as server:
+        with launch_profiled(recipe, extra_env=extra_env, log_dir=out_dir, progress=progress) as (server, shared):
             bar.update(1)
             bar.set_postfix_str("profiling the workload")
-            result, profile = profile_window(server, trace_dir, workload, recipe, progress=progress)
+            prefix = profile_prefix("capture", out_dir.parent.name, out_dir.name)
+            result, profile = profile_window(
+                server, shared, workload, recipe, prefix=prefix, progress=progress, keep_in=trace_dir
+            )
             bar.update(1)
             meta = provenance(
                 recipe=recipe, url=server.url, model=server.model, server_version=server_version(server.url)

@@ -44,7 +44,13 @@ CUDA_MAPPING = "CUDA: GPU kernels are Computing, NCCL kernels Communication, idl
 
 @dataclass(frozen=True)
 class StepShare:
-    """One rank's step, msprof-analyze's way (microseconds). `phase` is prefill/decode/mixed or ''."""
+    """One rank's step, msprof-analyze's way (microseconds). `phase` is prefill/decode/mixed or ''.
+
+    Where the trace says so (vLLM's step annotation, `torch_trace`): `gap_after_us`, the part of `free_us`
+    after the step's own work, until the next step starts (the engine loop: scheduling, output
+    processing); `prefills` / `decodes`, how many requests the step prefilled / decoded (a decode step
+    gives each of its `decodes` requests one token, so decode-weighted means of steps estimate TPOT).
+    """
 
     rank: str
     step: int
@@ -54,6 +60,9 @@ class StepShare:
     overlapped_us: float
     free_us: float
     phase: str = ""
+    gap_after_us: float = 0.0
+    prefills: int = 0
+    decodes: int = 0
 
     @property
     def total_us(self) -> float:

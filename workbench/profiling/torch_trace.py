@@ -75,9 +75,23 @@ def step_phase(name: str) -> str:
     return "mixed" if prefills and decodes else "prefill" if prefills else "decode" if decodes else ""
 
 
-def step_windows(table: TraceTable) -> list[tuple[float, float, float, str]]:
-    """(start, annotation end, window end, phase) per engine step, in time order."""
+def step_requests(name: str) -> tuple[int, int]:
+    """(prefill requests, decode requests) of vLLM's step annotation; (0, 0) for another name."""
+    match = STEP.match(name)
+    return (int(match.group(1)), int(match.group(3))) if match else (0, 0)
+
+
+def _step_marks(table: TraceTable) -> np.ndarray:
+    """The step annotations on the host: the CPU `user_annotation` events (on CUDA vLLM also writes the same
+    name as a `gpu_user_annotation` on the GPU's timeline, which would count every step twice)."""
     mask = table.mask_names(STEP)
+    host = mask & ~_category_mask(table, ("gpu_user_annotation",))
+    return host if host.any() else mask
+
+
+def step_windows(table: TraceTable) -> list[tuple[float, float, float, str]]:
+    """(start, annotation end, window end, annotation name) per engine step, in time order."""
+    mask = _step_marks(table)
     if not mask.any():
         return []
     starts, ends = table.ts[mask], table.ts[mask] + table.dur[mask]
@@ -85,9 +99,7 @@ def step_windows(table: TraceTable) -> list[tuple[float, float, float, str]]:
     order = np.argsort(starts)
     starts, ends, names = starts[order], ends[order], [names[i] for i in order]
     window_ends = np.append(starts[1:], ends[-1])
-    return [
-        (float(s), float(e), float(max(w, e)), step_phase(n)) for s, e, w, n in zip(starts, ends, window_ends, names)
-    ]
+    return [(float(s), float(e), float(max(w, e)), n) for s, e, w, n in zip(starts, ends, window_ends, names)]
 
 
 def _events(table: TraceTable, mask: np.ndarray) -> intervals.Intervals:
@@ -108,7 +120,7 @@ def cpu_intervals(table: TraceTable) -> tuple[intervals.Intervals, intervals.Int
     ops = _category_mask(table, OP_CATEGORIES)
     collective = ops & np.isin(table.name_id, [i for i, n in enumerate(table.names) if is_collective(n)])
     forward = table.mask_names(FORWARD)
-    regions = intervals.merge(_events(table, forward if forward.any() else table.mask_names(STEP)))
+    regions = intervals.merge(_events(table, forward if forward.any() else _step_marks(table)))
     compute = intervals.merge(_events(table, _inside(table, ops & ~collective, regions)))
     communication = intervals.merge(_events(table, collective))
     if len(communication):
@@ -144,20 +156,24 @@ def cuda_intervals(table: TraceTable) -> tuple[intervals.Intervals, intervals.In
 def steps_of(table: TraceTable, rank: str, device: str) -> list[StepShare]:
     compute, communication = cuda_intervals(table) if device == "cuda" else cpu_intervals(table)
     shares = []
-    for number, (start, _, end, phase) in enumerate(step_windows(table)):
+    for number, (start, annotation_end, end, name) in enumerate(step_windows(table)):
         split = intervals.split_window(compute, communication, start, end)
-        shares.append(
-            StepShare(
-                rank,
-                number,
-                start,
-                split.computing_us,
-                split.communication_not_overlapped_us,
-                split.overlapped_us,
-                split.free_us,
-                phase,
-            )
+        after = intervals.split_window(compute, communication, annotation_end, end)
+        prefills, decodes = step_requests(name)
+        share = StepShare(
+            rank,
+            number,
+            start,
+            split.computing_us,
+            split.communication_not_overlapped_us,
+            split.overlapped_us,
+            split.free_us,
+            step_phase(name),
+            gap_after_us=after.free_us,
+            prefills=prefills,
+            decodes=decodes,
         )
+        shares.append(share)
     return shares
 
 

@@ -25,12 +25,22 @@ def divergence_chart(table: pd.DataFrame, max_tokens: int, title: str = "Where e
             f"{row.outcome}: {row.detail}<br>tokens A/B: {row.token_a} / {row.token_b}<br>drift {row.drift:.3g} nats"
             for row in part.itertuples()
         ]
-        figure.add_bar(x=[labels[i] for i in part.index], y=part["common"], name=outcome, marker_color=colour,
-                       hovertext=hover, hoverinfo="text")  # fmt: skip
+        figure.add_bar(
+            x=[labels[i] for i in part.index],
+            y=part["common"],
+            name=outcome,
+            marker_color=colour,
+            hovertext=hover,
+            hoverinfo="text",
+        )
     figure.update_layout(
-        title=title, xaxis_title="prompt", yaxis_title=f"tokens alike (of {max_tokens})", barmode="overlay",
-        yaxis_range=[0, max_tokens], legend_title="outcome",
-    )  # fmt: skip
+        title=title,
+        xaxis_title="prompt",
+        yaxis_title=f"tokens alike (of {max_tokens})",
+        barmode="overlay",
+        yaxis_range=[0, max_tokens],
+        legend_title="outcome",
+    )
     return figure
 
 
@@ -40,10 +50,41 @@ def cosine_by_kind_chart(worst: dict[str, float], title: str = "Worst cosine per
         return go.Figure(layout={"title": f"{title}: nothing compared"})
     kinds = list(worst)
     distance = [max(1.0 - worst[k], 1e-16) for k in kinds]
-    figure = go.Figure(go.Bar(x=distance, y=kinds, orientation="h",
-                              hovertext=[f"cosine {worst[k]:.9f}" for k in kinds], hoverinfo="text"))  # fmt: skip
+    figure = go.Figure(
+        go.Bar(
+            x=distance, y=kinds, orientation="h", hovertext=[f"cosine {worst[k]:.9f}" for k in kinds], hoverinfo="text"
+        )
+    )
     figure.update_layout(title=title, xaxis_title="1 - cosine (log)", xaxis_type="log", yaxis_autorange="reversed")
     return figure
 
 
-__all__ = ["cosine_by_kind_chart", "divergence_chart"]
+BUCKET_COLOURS = {
+    "kernel": "#0969da",
+    "communication": "#8250df",
+    "host idle": "#cf222e",
+    "scheduling": "#d4a72c",
+    "queueing": "#bc4c00",
+    "prefill": "#1a7f37",
+    "outside the engine": "#6e7781",
+}
+
+
+def bucket_chart(table: pd.DataFrame, title: str = "Where B's extra time went") -> go.Figure:
+    """One stacked bar per metric (TPOT, TTFT): each bucket's share of B minus A, in ms, with its interval on
+    hover. `table` is `PerfTwinResult.buckets_table()`; the buckets of a bar add up to the metric's difference."""
+    if table.empty:
+        return go.Figure(layout={"title": f"{title}: nothing measured"})
+    figure = go.Figure()
+    for bucket, part in table.groupby("bucket", sort=False):
+        hover = [
+            f"{bucket}: {r.delta_ms:+.3f} ms ({r.share:.0%})<br>interval {r.low_ms:+.3f} .. {r.high_ms:+.3f}"
+            for r in part.itertuples()
+        ]
+        colour = BUCKET_COLOURS.get(str(bucket), "#57606a")
+        figure.add_bar(x=part["metric"], y=part["delta_ms"], name=str(bucket), marker_color=colour, hovertext=hover)
+    figure.update_layout(title=title, barmode="relative", yaxis_title="B - A (ms)", legend_title="bucket")
+    return figure
+
+
+__all__ = ["bucket_chart", "cosine_by_kind_chart", "divergence_chart"]

@@ -55,10 +55,16 @@ class CollectSettings:
 
 def request_body(model: str, prompts: Sequence[Sequence[int]], settings: CollectSettings) -> dict:
     return {
-        "model": model, "prompt": [list(p) for p in prompts], "max_tokens": settings.max_tokens,
-        "temperature": 0.0, "seed": settings.seed, "ignore_eos": True, "logprobs": settings.top_logprobs,
-        "return_tokens_as_token_ids": True, "return_token_ids": True,
-    }  # fmt: skip
+        "model": model,
+        "prompt": [list(p) for p in prompts],
+        "max_tokens": settings.max_tokens,
+        "temperature": 0.0,
+        "seed": settings.seed,
+        "ignore_eos": True,
+        "logprobs": settings.top_logprobs,
+        "return_tokens_as_token_ids": True,
+        "return_token_ids": True,
+    }
 
 
 def _token_id(key: str) -> int:
@@ -79,8 +85,9 @@ def parse_choice(choice: dict, prompt: int, group: int) -> Generation:
     if not len(ids) == len(chosen) == len(runners):
         raise ValueError(f"{len(ids)} token ids but {len(chosen)} logprobs and {len(runners)} runner-up lists")
     top = tuple({_token_id(k): float(v) for k, v in (entry or {}).items()} for entry in runners)
-    return Generation(prompt, group, tuple(int(i) for i in ids), tuple(float(v) for v in chosen), top,
-                      choice.get("finish_reason"))  # fmt: skip
+    return Generation(
+        prompt, group, tuple(int(i) for i in ids), tuple(float(v) for v in chosen), top, choice.get("finish_reason")
+    )
 
 
 def _send(client: httpx.Client, url: str, model: str, prompts, indices, group, settings) -> list[Generation]:
@@ -108,8 +115,10 @@ def collect(
     """Every prompt's generation on the server at `url`: read from `log`, the missing groups sent and appended."""
     # failed requests are sent again on a resume (a later line of the same prompt wins)
     done = {g.prompt: g for g in log.read(Generation.from_dict).records if not g.failed}
-    groups = [list(range(start, min(start + settings.batch, len(prompts)))) for start in range(0, len(prompts),
-                                                                                              settings.batch)]  # fmt: skip
+    groups = [
+        list(range(start, min(start + settings.batch, len(prompts))))
+        for start in range(0, len(prompts), settings.batch)
+    ]
     bar = tqdm(total=len(prompts), desc=f"twin {label}".strip(), unit="prompt", disable=not progress)
     with bar, httpx.Client() as client:
         for number, indices in enumerate(groups):

@@ -31,8 +31,7 @@ class Outcome(str, enum.Enum):
 
     @property
     def verdict(self) -> Verdict:
-        return {"identical": Verdict.PASS, "near tie": Verdict.PASS, "diverged": Verdict.ERROR,
-                "failed": Verdict.ERROR}[self.value]  # fmt: skip
+        return Verdict.ERROR if self in (Outcome.DIVERGED, Outcome.FAILED) else Verdict.PASS
 
 
 @dataclass(frozen=True)
@@ -42,17 +41,17 @@ class PromptDivergence:
     prompt: int
     outcome: Outcome
     common: int  # leading tokens both sides generated alike
-    position: int | None  # the first diverging position (= common); None when identical or failed
-    token_a: int | None  # A's token there (None: A had ended)
-    token_b: int | None
-    a_logprob_a: float | None  # A's logprob of its own token
-    a_logprob_b: float | None  # A's logprob of B's token (None: outside A's top-k)
-    b_logprob_b: float | None
-    b_logprob_a: float | None
-    gap: float | None  # nats the log-odds of token_a against token_b moved between the sides
-    gap_is_lower_bound: bool
-    drift: float  # largest |lpA - lpB| over the common prefix
-    detail: str
+    position: int | None = None  # the first diverging position (= common); None when identical or failed
+    token_a: int | None = None  # A's token there (None: A had ended)
+    token_b: int | None = None
+    a_logprob_a: float | None = None  # A's logprob of its own token
+    a_logprob_b: float | None = None  # A's logprob of B's token (None: outside A's top-k)
+    b_logprob_b: float | None = None
+    b_logprob_a: float | None = None
+    gap: float | None = None  # nats the log-odds of token_a against token_b moved between the sides
+    gap_is_lower_bound: bool = False
+    drift: float = 0.0  # largest |lpA - lpB| over the common prefix
+    detail: str = ""
 
     def row(self) -> dict:
         raw = asdict(self)
@@ -79,22 +78,20 @@ def compare_generations(a: Generation, b: Generation, tie_tolerance: float) -> P
     """The first diverging token of `a` and `b` (the same prompt on sides A and B), judged at `tie_tolerance`."""
     if a.failed or b.failed:
         which = "; ".join(f"{side}: {g.error}" for side, g in (("A", a), ("B", b)) if g.failed)
-        return PromptDivergence(a.prompt, Outcome.FAILED, 0, None, None, None, None, None, None, None, None,
-                                False, 0.0, f"request failed ({which})")  # fmt: skip
-    common = next((i for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids)) if x != y),
-                  min(len(a.token_ids), len(b.token_ids)))  # fmt: skip
+        return PromptDivergence(a.prompt, Outcome.FAILED, 0, detail=f"request failed ({which})")
+    shorter = min(len(a.token_ids), len(b.token_ids))
+    common = next((i for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids)) if x != y), shorter)
     drift = _drift(a, b, common)
     if common == len(a.token_ids) == len(b.token_ids):
-        return PromptDivergence(a.prompt, Outcome.IDENTICAL, common, None, None, None, None, None, None, None,
-                                None, False, drift, f"identical ({common} tokens)")  # fmt: skip
+        return PromptDivergence(a.prompt, Outcome.IDENTICAL, common, drift=drift, detail=f"identical ({common} tokens)")
     token_a = a.token_ids[common] if common < len(a.token_ids) else None
     token_b = b.token_ids[common] if common < len(b.token_ids) else None
     if token_a is None or token_b is None:
         ended = "A" if token_a is None else "B"
+        detail = f"{ended} ended after {common} tokens, the other side went on"
         return PromptDivergence(
-            a.prompt, Outcome.DIVERGED, common, common, token_a, token_b, None, None, None, None, None, False,
-            drift, f"{ended} ended after {common} tokens, the other side went on",
-        )  # fmt: skip
+            a.prompt, Outcome.DIVERGED, common, common, token_a, token_b, drift=drift, detail=detail
+        )
     a_a, a_b = a.logprob_of(common, token_a), a.logprob_of(common, token_b)
     b_b, b_a = b.logprob_of(common, token_b), b.logprob_of(common, token_a)
     margin_a, bound_a = _margin(a_a, a_b, a, common)
@@ -110,8 +107,21 @@ def compare_generations(a: Generation, b: Generation, tie_tolerance: float) -> P
         detail = f"diverged at token {common}: the pair's log-odds moved {'>= ' if bound else ''}{gap:.3g} nats"
         if bound:
             detail += " (a side's token was outside the other side's top-k)"
-    return PromptDivergence(a.prompt, Outcome.NEAR_TIE if tie else Outcome.DIVERGED, common, common, token_a,
-                            token_b, a_a, a_b, b_b, b_a, gap, bound, drift, detail)  # fmt: skip
+    outcome = Outcome.NEAR_TIE if tie else Outcome.DIVERGED
+    logprobs = {"a_logprob_a": a_a, "a_logprob_b": a_b, "b_logprob_b": b_b, "b_logprob_a": b_a}
+    return PromptDivergence(
+        a.prompt,
+        outcome,
+        common,
+        common,
+        token_a,
+        token_b,
+        **logprobs,
+        gap=gap,
+        gap_is_lower_bound=bound,
+        drift=drift,
+        detail=detail,
+    )
 
 
 __all__ = ["Outcome", "PromptDivergence", "compare_generations"]

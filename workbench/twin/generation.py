@@ -36,10 +36,14 @@ class Generation:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "prompt": self.prompt, "group": self.group, "token_ids": list(self.token_ids),
-            "logprobs": list(self.logprobs), "top": [{str(k): v for k, v in t.items()} for t in self.top],
-            "finish_reason": self.finish_reason, "error": self.error,
-        }  # fmt: skip
+            "prompt": self.prompt,
+            "group": self.group,
+            "token_ids": list(self.token_ids),
+            "logprobs": list(self.logprobs),
+            "top": [{str(k): v for k, v in t.items()} for t in self.top],
+            "finish_reason": self.finish_reason,
+            "error": self.error,
+        }
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Generation:

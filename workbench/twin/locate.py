@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import torch
@@ -38,48 +36,12 @@ from workbench.results.files import write_json
 from workbench.settings import utc_stamp
 from workbench.stack.devices import resolve_device
 from workbench.stack.provenance import provenance
+from workbench.twin.located import LocateResult
 from workbench.twin.run import TwinResult
 from workbench.twin.sides import Side
 
 LOCATE_DIR = "locate"
 _LAYER_PREFIX = re.compile(r"^(?:.*\.)?layers\.\d+(?:\.|$)")
-
-
-@dataclass(frozen=True)
-class LocateResult:
-    """Where the two sides' module outputs first part, at the diverging step of one prompt."""
-
-    prompt: int
-    prompt_name: str
-    steps: int
-    directory: str
-    compared: int
-    errors: int
-    first_module: str | None  # vLLM's module name, e.g. model.layers.2.post_attention_layernorm
-    first_key: str | None
-    first_step: int | None
-    reason: str | None
-    ops: tuple[str, ...]  # registry ops that ran inside the first diverging module
-    repro: str | None  # the exported single-op repro script
-    worst_cosine_by_kind: dict[str, float]
-    notes: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"ops": list(self.ops), "notes": list(self.notes)}
-
-    def text(self) -> str:
-        lines = [f"module stage: prompt {self.prompt} ({self.prompt_name}), {self.steps} engine step(s), "
-                 f"{self.compared} module outputs compared, {self.errors} errors"]  # fmt: skip
-        if self.first_module is not None:
-            ops = ", ".join(self.ops) or "no registry op (vLLM's own kernel, e.g. a GEMM)"
-            lines.append(f"first diverging module: {self.first_module} (step {self.first_step}; {self.reason})")
-            lines.append(f"its op: {ops}")
-        else:
-            lines.append("the two sides' module outputs agree at every compared module")
-        if self.repro:
-            lines.append(f"single-op repro: python {self.repro} [--device npu:0]")
-        lines += [f"note: {note}" for note in self.notes]
-        return "\n".join(lines)
 
 
 def module_kind(module: str) -> str:
@@ -101,8 +63,10 @@ def worst_cosine_by_kind(table: pd.DataFrame) -> dict[str, float]:
 
 def _dumpable(side: Side) -> str | None:
     if side.recipe is None:
-        return (f"side {side.label} is a URL: it cannot be restarted with the dump on; dump it where it runs "
-                "(`ascend-workbench dump --recipe ... --steps N`)")  # fmt: skip
+        return (
+            f"side {side.label} is a URL: it cannot be restarted with the dump on; dump it where it runs "
+            "(`ascend-workbench dump --recipe ... --steps N`)"
+        )
     return None
 
 
@@ -148,8 +112,10 @@ def _export_repro(op: str, record: DumpRecord, side: Side, out: Path) -> tuple[s
         return None, f"op {op} has no input builder in workbench.accuracy.op_inputs: no single-op repro exported"
     result = run_case(case, resolve_device(side.recipe.device.value))
     script = export_repro(result, out)
-    said = (f"{op} alone on {result.device} ({result.implementation}, {case.case_label}) against its float32 "
-            f"reference: {result.verdict.value}")  # fmt: skip
+    said = (
+        f"{op} alone on {result.device} ({result.implementation}, {case.case_label}) against its float32 "
+        f"reference: {result.verdict.value}"
+    )
     if result.verdict.value == "pass":
         said += " (its arithmetic alone is right here: look at what the engine hands it, or at an injected fault)"
     return str(script), said
@@ -196,8 +162,15 @@ def locate(
     for side in (a, b):
         where = root / side.label
         if not _finished_dump(where):  # a resumed locate keeps a finished dump
-            capture_engine_dump(side.recipe, result.prompt_tokens[prompt], where, steps=steps, extra_env=extra_env,
-                                extra_args=extra_args, progress=progress)  # fmt: skip
+            capture_engine_dump(
+                side.recipe,
+                result.prompt_tokens[prompt],
+                where,
+                steps=steps,
+                extra_env=extra_env,
+                extra_args=extra_args,
+                progress=progress,
+            )
         dumps[side.label] = where
     comparison = compare_dumps(dumps["B"], dumps["A"], allow_missing=True, progress=progress)
     comparison.write(root / "compare.json", provenance(recipe=b.recipe))
@@ -206,18 +179,23 @@ def locate(
     return located
 
 
-def _summarize(result: TwinResult, comparison: DumpComparison, prompt: int, steps: int, root: Path,
-               side_b: Side) -> LocateResult:  # fmt: skip
+def _summarize(
+    result: TwinResult, comparison: DumpComparison, prompt: int, steps: int, root: Path, side_b: Side
+) -> LocateResult:
     from workbench.accuracy.dump import open_dump
 
     notes = list(comparison.summary.mapping)
     a, b = result.sides
     if any(s.recipe is not None and s.recipe.engine.enforce_eager is not True for s in (a, b)):
-        notes.append("a compiled side was dumped in eager mode (hooks need eager): when the dumps agree, the "
-                     "divergence lives in graph mode itself (docs/METHOD.md §13)")  # fmt: skip
+        notes.append(
+            "a compiled side was dumped in eager mode (hooks need eager): when the dumps agree, the "
+            "divergence lives in graph mode itself (docs/METHOD.md §13)"
+        )
     if a.batch != b.batch:
-        notes.append(f"the sides batch differently ({a.batch} vs {b.batch} prompts per request) but a dump sends the "
-                     "prompt alone: dumps that agree say the divergence needs the batch")  # fmt: skip
+        notes.append(
+            f"the sides batch differently ({a.batch} vs {b.batch} prompts per request) but a dump sends the "
+            "prompt alone: dumps that agree say the divergence needs the batch"
+        )
     row, verdict = _first(comparison)
     ops: tuple[str, ...] = ()
     repro = None
@@ -234,14 +212,21 @@ def _summarize(result: TwinResult, comparison: DumpComparison, prompt: int, step
             notes.append(f"the module runs {len(ops)} registry ops ({', '.join(ops)}): look inside it for the first")
     summary = comparison.summary
     return LocateResult(
-        prompt=prompt, prompt_name=result.prompt_names[prompt], steps=steps, directory=str(root),
-        compared=summary.compared, errors=summary.errors,
+        prompt=prompt,
+        prompt_name=result.prompt_names[prompt],
+        steps=steps,
+        directory=str(root),
+        compared=summary.compared,
+        errors=summary.errors,
         first_module=str(row["module"]) if row is not None else None,
         first_key=str(row["key"]) if row is not None else None,
         first_step=int(row["step"]) if row is not None and row["step"] == row["step"] else None,
-        reason=str(row["reason"]) if row is not None else None, ops=ops, repro=repro,
-        worst_cosine_by_kind=worst_cosine_by_kind(comparison.table), notes=tuple(notes),
-    )  # fmt: skip
+        reason=str(row["reason"]) if row is not None else None,
+        ops=ops,
+        repro=repro,
+        worst_cosine_by_kind=worst_cosine_by_kind(comparison.table),
+        notes=tuple(notes),
+    )
 
 
 __all__ = ["LocateResult", "locate", "module_kind", "repro_case", "wants_locate", "worst_cosine_by_kind"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -67,8 +68,11 @@ class TwinVerdict:
 def compare_runs(a: Sequence[Generation], b: Sequence[Generation], tie_tolerance: float) -> list[PromptDivergence]:
     """Prompt by prompt (the prompts both runs hold), in prompt order."""
     by_prompt = {g.prompt: g for g in b}
-    return [compare_generations(g, by_prompt[g.prompt], tie_tolerance) for g in sorted(a, key=lambda g: g.prompt)
-            if g.prompt in by_prompt]  # fmt: skip
+    return [
+        compare_generations(g, by_prompt[g.prompt], tie_tolerance)
+        for g in sorted(a, key=lambda g: g.prompt)
+        if g.prompt in by_prompt
+    ]
 
 
 def summarize(rows: Sequence[PromptDivergence], label: str, tie_tolerance: float) -> PairSummary:
@@ -99,6 +103,19 @@ def _raised(band: Band, floor: float) -> Band:
     return Band(warning=lift(band.warning), error=lift(band.error))
 
 
+class _Check(NamedTuple):
+    """One number of the verdict: its value on A vs B, the policy's band, the noise pair's value, a share or not."""
+
+    what: str
+    value: float
+    band: Band
+    noise_value: float
+    share: bool
+
+
+_NO_NOISE = PairSummary("no noise run", 0, 0, 0, 0, 0, None, None, 0.0, 0.0)
+
+
 def judge(pair: PairSummary, noise: PairSummary | None, policy: TwinThresholds) -> TwinVerdict:
     """The verdict of `pair` under `policy`, its limits raised by the noise pair (see the module docstring)."""
     reasons: list[str] = []
@@ -107,14 +124,26 @@ def judge(pair: PairSummary, noise: PairSummary | None, policy: TwinThresholds) 
         verdicts.append(Verdict.ERROR)
         reasons.append(f"{pair.failed} of {pair.prompts} prompts failed on a side: nothing to compare for them")
     factor = policy.noise_factor
+    noise = noise or _NO_NOISE
     checks = (
-        ("prompts diverged beyond the tie tolerance", pair.diverged_share, policy.diverged_share,
-         noise.diverged_share if noise else 0.0, True),
-        ("prompts diverged at a near tie", pair.near_tie_share, policy.near_tie_share,
-         noise.near_tie_share if noise else 0.0, True),
-        ("largest logprob drift of agreed tokens (nats)", pair.max_drift, policy.logprob_drift_nats,
-         noise.max_drift if noise else 0.0, False),
-    )  # fmt: skip
+        _Check(
+            "prompts diverged beyond the tie tolerance",
+            pair.diverged_share,
+            policy.diverged_share,
+            noise.diverged_share,
+            True,
+        ),
+        _Check(
+            "prompts diverged at a near tie", pair.near_tie_share, policy.near_tie_share, noise.near_tie_share, True
+        ),
+        _Check(
+            "largest logprob drift of agreed tokens (nats)",
+            pair.max_drift,
+            policy.logprob_drift_nats,
+            noise.max_drift,
+            False,
+        ),
+    )
     for what, value, band, noise_value, share in checks:
         limits = _raised(band, factor * noise_value)
         found = judge_loss(value, limits) or Verdict.PASS
@@ -122,8 +151,11 @@ def judge(pair: PairSummary, noise: PairSummary | None, policy: TwinThresholds) 
         if found is not Verdict.PASS:
             limit = limits.error if found is Verdict.ERROR else limits.warning
             shown = f"{value:.0%}" if share else f"{value:.3g}"
-            origin = f"{factor:g} x the noise {noise_value:.3g}" if limit != (
-                band.error if found is Verdict.ERROR else band.warning) else "the policy"  # fmt: skip
+            origin = (
+                f"{factor:g} x the noise {noise_value:.3g}"
+                if limit != (band.error if found is Verdict.ERROR else band.warning)
+                else "the policy"
+            )
             reasons.append(f"{what}: {shown} > {limit:.3g} ({origin})")
     verdict = Verdict.worst(verdicts)
     if verdict is Verdict.PASS:
@@ -155,5 +187,13 @@ def summary_table(pairs: Sequence[tuple[PairSummary, TwinVerdict | None]]) -> pd
     return pd.DataFrame(rows)
 
 
-__all__ = ["PairSummary", "TwinVerdict", "compare_runs", "effective_tie_tolerance", "judge", "prompt_table",
-           "summarize", "summary_table"]  # fmt: skip
+__all__ = [
+    "PairSummary",
+    "TwinVerdict",
+    "compare_runs",
+    "effective_tie_tolerance",
+    "judge",
+    "prompt_table",
+    "summarize",
+    "summary_table",
+]

@@ -1,6 +1,9 @@
-"""A whole twin run: both sides' generations (and side A's repeat), the comparison, the verdict, saved.
+"""The token stage of a twin run: both sides' generations (and side A's repeat), the comparison, the verdict.
 
-    result = run_twin(side_a, side_b, "text", out=Path("runs/twin/tp"), settings=CollectSettings(32))
+    result = compare_sides(side_a, side_b, "text", out=Path("runs/twin/tp"), settings=TwinSettings(32))
+
+`workbench.twin.api.run_twin` calls it and then decides on the module stage (`locate`); this module owns the
+result type both stages fill and the `twin.json` it is saved as.
 
 Order of work, each step saved before the next starts:
 1. `plan.json`: the sides, the prompts as token ids (tokenized once, by side A's server or --tokenizer),
@@ -45,6 +48,7 @@ from workbench.twin import determinism
 from workbench.twin.collect import CollectSettings, collect
 from workbench.twin.diverge import Outcome, PromptDivergence
 from workbench.twin.generation import Generation
+from workbench.twin.located import LocateResult
 from workbench.twin.policy import TwinThresholds, load_thresholds
 from workbench.twin.report import (
     PairSummary,
@@ -56,7 +60,7 @@ from workbench.twin.report import (
     summarize,
     summary_table,
 )
-from workbench.twin.sides import Side, identity
+from workbench.twin.sides import Side, same_server
 
 TWIN_KIND = DocumentKind("twin")
 
@@ -73,6 +77,11 @@ class TwinSettings:
     top_logprobs: int = 5
     seed: int = 0
     noise_repeats: int = 1
+
+    def __post_init__(self) -> None:
+        if self.noise_repeats < 0:
+            raise WorkbenchError(f"--noise-repeats {self.noise_repeats}: 0 (no noise run) or more")
+        CollectSettings(self.max_tokens, self.top_logprobs, 1, self.seed)  # refuses bad values, naming the flag
 
     def for_side(self, side: Side) -> CollectSettings:
         return CollectSettings(self.max_tokens, self.top_logprobs, side.batch, self.seed)
@@ -94,7 +103,8 @@ class TwinResult:
     notes: tuple[str, ...]
     settings: TwinSettings
     wall_s: float
-    locate: dict[str, Any] | None = field(default=None, compare=False)
+    located: LocateResult | None = field(default=None, compare=False)  # the module stage, when it ran
+    module_stage: str | None = None  # why the module stage did not run, when it was wanted
 
     def prompt_table(self) -> pd.DataFrame:
         return prompt_table(self.rows, self.prompt_names)
@@ -111,9 +121,9 @@ class TwinResult:
 
     def text(self) -> str:
         a, b = self.sides
-        lines = [f"twin run {self.directory}", f"  A: {a.describe()}", f"  B: {b.describe()}",
-                 f"  {self.pair.prompts} prompts x {self.settings.max_tokens} tokens, top-{self.settings.top_logprobs} "
-                 f"logprobs; tie tolerance {self.pair.tie_tolerance:.3g} nats"]  # fmt: skip
+        shape = f"{self.pair.prompts} prompts x {self.settings.max_tokens} tokens, top-{self.settings.top_logprobs}"
+        lines = [f"twin run {self.directory}", f"  A: {a.describe()}", f"  B: {b.describe()}"]
+        lines.append(f"  {shape} logprobs; tie tolerance {self.pair.tie_tolerance:.3g} nats")
         if self.noise is not None:
             lines.append(
                 f"  noise (A vs its repeat): {self.noise.identical}/{self.noise.prompts} identical, "
@@ -128,6 +138,10 @@ class TwinResult:
         lines.append(f"verdict: {self.verdict.verdict.value}")
         lines += [f"  - {reason}" for reason in self.verdict.reasons]
         lines += [f"note: {note}" for note in self.notes]
+        if self.located is not None:
+            lines.append(self.located.text())
+        elif self.module_stage:
+            lines.append(f"module stage skipped: {self.module_stage}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,7 +155,8 @@ class TwinResult:
             "reproducibility": self.reproducibility,
             "notes": list(self.notes),
             "wall_s": self.wall_s,
-            "locate": self.locate,
+            "locate": self.located.to_dict() if self.located is not None else None,
+            "module_stage": self.module_stage,
         }
 
     def write(self) -> Path:
@@ -154,8 +169,13 @@ class TwinResult:
 
 
 def _identity(sides: tuple[Side, Side], dataset: Dataset, settings: TwinSettings) -> dict[str, Any]:
-    return {"sides": [identity(s) for s in sides], "dataset": dataset.name, "digest": dataset.digest,
-            "prompts": len(dataset), "settings": vars(settings)}  # fmt: skip
+    return {
+        "sides": [s.identity() for s in sides],
+        "dataset": dataset.name,
+        "digest": dataset.digest,
+        "prompts": len(dataset),
+        "settings": vars(settings),
+    }
 
 
 def _read_plan(directory: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
@@ -232,13 +252,7 @@ def _server(side: Side, launch: Mapping[str, Any], progress: bool) -> Iterator[S
             yield server
 
 
-def _same_server(a: Side, b: Side) -> bool:
-    if a.url is not None or b.url is not None:
-        return a.url == b.url
-    return a.recipe.identity() == b.recipe.identity()  # type: ignore[union-attr]
-
-
-def run_twin(
+def compare_sides(
     side_a: Side,
     side_b: Side,
     prompts: str | Path = "text",
@@ -255,10 +269,6 @@ def run_twin(
     """Run `prompts` (a data set name or JSONL file, as `evaluate --dataset`) on both sides and judge them."""
     began = time.monotonic()
     policy = thresholds if isinstance(thresholds, TwinThresholds) else load_thresholds(thresholds)
-    if settings.noise_repeats < 0:
-        raise WorkbenchError(f"--noise-repeats {settings.noise_repeats}: 0 (no noise run) or more")
-    for side in (side_a, side_b):
-        settings.for_side(side)  # refuse bad settings before any server starts
     dataset = load_dataset(prompts, limit=num_prompts)
     sides = (side_a, side_b)
     directory = Path(out) if out is not None else run_dir("twin", fresh=True)
@@ -269,48 +279,68 @@ def run_twin(
     launch = {"extra_env": dict(extra_env or {}), "extra_args": tuple(extra_args)}
     runs = {"A": ["A", *(f"A.noise{r}" for r in range(1, settings.noise_repeats + 1))], "B": ["B"]}
     records: dict[str, Any] = dict(plan.get("reproducibility", {})) if plan else {}
-    tokens = _collect_sides(directory, sides, runs, dataset, tokens, settings, records, wanted, launch, tokenizer,
-                            progress)  # fmt: skip
+    plan = _Plan(directory, sides, dataset, runs, settings, wanted, records, launch, tokenizer)
+    tokens = _collect_sides(plan, tokens, progress)
     read = {r: _log(directory, r).read(Generation.from_dict).records for rs in runs.values() for r in rs}
     result = _judge(directory, sides, names, tokens, read, runs, settings, policy, records, began)
     result.write()
     return result
 
 
-def _collect_sides(directory, sides, runs, dataset, tokens, settings, records, wanted, launch, tokenizer,
-                   progress) -> list[tuple[int, ...]]:  # fmt: skip
+@dataclass(frozen=True)
+class _Plan:
+    """What `_collect_sides` needs to know about the run (private)."""
+
+    directory: Path
+    sides: tuple[Side, Side]
+    dataset: Dataset
+    runs: dict[str, list[str]]
+    settings: TwinSettings
+    wanted: dict[str, Any]
+    records: dict[str, Any]
+    launch: dict[str, Any]
+    tokenizer: Path | None
+
+
+def _collect_sides(plan: _Plan, tokens: list[tuple[int, ...]] | None, progress: bool) -> list[tuple[int, ...]]:
     """Every run's generations, one server at a time (one for both sides when they run the same configuration);
     runs already complete are skipped, and so is a server with nothing left to do. Returns the prompts' tokens."""
-    side_a, side_b = sides
-    names = tuple(p.id for p in dataset.problems)
-    groups = [[side_a, side_b]] if _same_server(side_a, side_b) else [[side_a], [side_b]]
+    side_a, side_b = plan.sides
+    names = tuple(p.id for p in plan.dataset.problems)
+    groups = [[side_a, side_b]] if same_server(side_a, side_b) else [[side_a], [side_b]]
     for group in groups:
-        pending = [(s, r) for s in group for r in runs[s.label]
-                   if tokens is None or not _complete(directory, r, len(tokens))]  # fmt: skip
+        done = [r for s in group for r in plan.runs[s.label] if tokens and _complete(plan.directory, r, len(tokens))]
+        pending = [(s, r) for s in group for r in plan.runs[s.label] if r not in done]
         if not pending:
             continue
-        with _server(group[0], launch, progress) as server:
+        with _server(group[0], plan.launch, progress) as server:
             if tokens is None:
-                tokens = _tokenize(dataset, server, tokenizer)
-                _check_lengths(tokens, names, sides, settings.max_tokens)
-                directory.mkdir(parents=True, exist_ok=True)
+                tokens = _tokenize(plan.dataset, server, plan.tokenizer)
+                _check_lengths(tokens, names, plan.sides, plan.settings.max_tokens)
+                plan.directory.mkdir(parents=True, exist_ok=True)
             for side in group:
                 env = dict(server.plan.env) if server.plan is not None else None
-                records[side.label] = determinism.side_record(side, env, settings.seed)
-            _write_plan(directory, wanted, sides, names, tokens, settings, records)
+                plan.records[side.label] = determinism.side_record(side, env, plan.settings.seed)
+            _write_plan(plan, names, tokens)
             for side, run in pending:
-                collect(server.url, server.model, tokens, settings.for_side(side), _log(directory, run),
-                        label=run, progress=progress)  # fmt: skip
+                log = _log(plan.directory, run)
+                settings = plan.settings.for_side(side)
+                collect(server.url, server.model, tokens, settings, log, label=run, progress=progress)
     assert tokens is not None  # every run was complete, so the plan held the tokens
     return tokens
 
 
-def _write_plan(directory, wanted, sides, names, tokens, settings, records) -> None:
-    write_json(directory / PLAN_FILE, {
-        "version": PLAN_VERSION, "identity": wanted, "sides": [s.to_dict() for s in sides],
-        "prompts": [{"id": n, "token_ids": list(t)} for n, t in zip(names, tokens, strict=True)],
-        "settings": vars(settings), "reproducibility": records,
-    })  # fmt: skip
+def _write_plan(plan: _Plan, names: Sequence[str], tokens: Sequence[Sequence[int]]) -> None:
+    prompts = [{"id": n, "token_ids": list(t)} for n, t in zip(names, tokens, strict=True)]
+    document = {
+        "version": PLAN_VERSION,
+        "identity": plan.wanted,
+        "sides": [s.to_dict() for s in plan.sides],
+        "prompts": prompts,
+        "settings": vars(plan.settings),
+        "reproducibility": plan.records,
+    }
+    write_json(plan.directory / PLAN_FILE, document)
 
 
 def _latest(records: Sequence[Generation]) -> list[Generation]:
@@ -323,8 +353,8 @@ def _judge(directory, sides, names, tokens, read, runs, settings, policy, record
     noises = [compare_runs(a, _latest(read[r]), policy.tie_tolerance_nats) for r in runs["A"][1:]]
     noise = None
     if noises:
-        summaries = [summarize(rows, f"A vs A (repeat {i + 1})", policy.tie_tolerance_nats)
-                     for i, rows in enumerate(noises)]  # fmt: skip
+        tolerance = policy.tie_tolerance_nats
+        summaries = [summarize(rows, f"A vs A (repeat {i + 1})", tolerance) for i, rows in enumerate(noises)]
         noise = max(summaries, key=lambda s: (s.diverged + s.near_ties, s.max_drift))  # the noisiest repeat
     tie = effective_tie_tolerance(policy, noise)
     rows = compare_runs(a, _latest(read["B"]), tie)
@@ -336,21 +366,33 @@ def _judge(directory, sides, names, tokens, read, runs, settings, policy, record
         notes += [f"side {label} {guard.line()}"] if guard.flagged else []
     if pair.prompts < len(tokens):
         notes.append(f"{len(tokens) - pair.prompts} prompts were not answered by both sides")
-    return TwinResult(directory, sides, names, tuple(tokens), tuple(rows), pair, noise, verdict,
-                      {"sides": records, "prompt_order": "as listed; batches are consecutive prompts"},
-                      tuple(notes), settings, round(time.monotonic() - began, 2))  # fmt: skip
+    reproducibility = {"sides": records, "prompt_order": "as listed; batches are consecutive prompts"}
+    return TwinResult(
+        directory=directory,
+        sides=sides,
+        prompt_names=names,
+        prompt_tokens=tuple(tokens),
+        rows=tuple(rows),
+        pair=pair,
+        noise=noise,
+        verdict=verdict,
+        reproducibility=reproducibility,
+        notes=tuple(notes),
+        settings=settings,
+        wall_s=round(time.monotonic() - began, 2),
+    )
 
 
 def read_twin(directory: str | Path) -> dict[str, Any]:
-    """A finished run's `twin.json` as written (for notebooks and reports)."""
+    """A finished run's `twin.json` (checked to be a twin result), for notebooks and reports."""
     path = Path(directory) / RESULT_FILE
     if not path.is_file():
         raise WorkbenchError(f"{directory} holds no {RESULT_FILE}: run (or resume) the twin run first")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return TWIN_KIND.read(path)
 
 
 def verdict_of(result: TwinResult) -> Verdict:
     return result.verdict.verdict
 
 
-__all__ = ["TwinResult", "TwinSettings", "read_twin", "run_twin", "verdict_of"]
+__all__ = ["TWIN_KIND", "TwinResult", "TwinSettings", "compare_sides", "read_twin", "verdict_of"]

@@ -4,9 +4,12 @@
     ascend-workbench profile --recipe cpu-tiny --tensor-parallel-size 2
     ascend-workbench profile --recipe cpu-tiny --graph-mode        # also eager vs compiled, fixed and mixed lengths
     ascend-workbench profile PATH [--json OUT]                     # torch_npu / msprof / msprof-analyze / torch traces
+    ascend-workbench profile PATH --ai-cores 24 --vector-cores 48  # ... with block dims judged against the chip
 
 Prints the time shares per rank (with what they mean on this device), the verdicts with evidence and
-fix (docs/METHOD.md §12), the top ops and the host phases. A capture never leaves its server running.
+fix (docs/METHOD.md §12), the top ops and the host phases. On Ascend output it also judges every hot kernel
+of kernel_details.csv / op_summary_*.csv from its pipeline counters, and explains the device's idle time from
+trace_view.json's host links (free_analysis's causes). A capture never leaves its server running.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="--graph-mode: measured runs per mode and workload")
     parser.add_argument("--thresholds", type=Path, help="verdict thresholds (default policy/profiling/thresholds.yaml)")
     parser.add_argument("--top", type=int, default=10, help="how many ops to list")
+    parser.add_argument("--ai-cores", type=int, help="PATH: the chip's AI (cube) cores, to judge block dims")
+    parser.add_argument("--vector-cores", type=int, help="PATH: the chip's vector cores, to judge block dims")
     parser.add_argument("--env", action="append", metavar="KEY=VALUE", help="extra environment for the server")
     add_no_progress(parser)
     parser.set_defaults(handler=run)
@@ -101,6 +106,35 @@ def _capture(args: argparse.Namespace):
     return result.profile
 
 
+def _kernels_and_idle(path: Path, args: argparse.Namespace) -> str:
+    """Kernel verdicts of every counter table and idle causes of every timeline with host links under `path`."""
+    from workbench.profiling.api import (
+        CoreCounts,
+        idle_causes,
+        idle_causes_frame,
+        kernel_verdicts,
+        kernel_verdicts_frame,
+    )
+
+    cores = CoreCounts(args.ai_cores, args.vector_cores) if args.ai_cores else None
+    root = path if path.is_dir() else path.parent
+    lines = []
+    for table in sorted([*root.rglob("kernel_details.csv"), *root.rglob("op_summary_*.csv")]):
+        shown = kernel_verdicts_frame(kernel_verdicts(table, cores))[
+            ["kernel", "core", "calls", "total_ms", "verdicts"]
+        ]
+        lines += ["", f"kernel verdicts ({table}):", shown.to_string(index=False)]
+    for timeline in sorted(root.rglob("trace_view.json")):
+        try:
+            causes = idle_causes(timeline)
+        except WorkbenchError as exc:  # a timeline without host links says so and the rest is kept
+            lines += ["", f"idle causes ({timeline}): {exc}"]
+            continue
+        shown = idle_causes_frame(causes)[["rank", "cause", "gaps", "total_ms", "share", "example"]]
+        lines += ["", f"idle causes ({timeline}):", shown.to_string(index=False)]
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     if (args.path is None) == (args.recipe is None):
         raise WorkbenchError("give exactly one of PATH (analyse an existing profile) or --recipe R (capture one)")
@@ -109,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     profile = _analyse(args) if args.path is not None else _capture(args)
     verdicts = judge(profile, load_thresholds(args.thresholds))
     print(format_report(profile, verdicts, args.top))
+    if args.path is not None:
+        print(_kernels_and_idle(Path(args.path), args))
     if args.json:
         print(f"written: {write_json(profile, verdicts, args.json)}")
     return 0

@@ -23,6 +23,8 @@ USE_CASES = [
     ("compare_ops", "04_op_accuracy.ipynb", "workbench.accuracy.api", "run_compare_ops", "CompareOpsRequest"),
     ("import_", "00_cuda_scan.ipynb", "workbench.deploy.api", "run_import", "ImportRequest"),
     ("replay", "12_replay.ipynb", "workbench.replay.api", "run_replay", "ReplayRequest"),
+    ("twin", "11_twin_runs.ipynb", "workbench.twin.api", "run_twin", "TwinRequest"),
+    ("twin", "08_profiling.ipynb", "workbench.twin.api", "run_perf_twin", "PerfTwinRequest"),
 ]
 
 

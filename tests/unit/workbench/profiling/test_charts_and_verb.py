@@ -76,9 +76,30 @@ def test_verb_capture_passes_the_recipe_override_workload_and_env_to_the_capture
         return capturing.Capture(read_profile(fixtures / "msprof_tp2"), load, out / "traces", None)
 
     monkeypatch.setattr(profile_verb, "capture", fake_capture)
-    argv = ["profile", "--recipe", "cpu-tiny", "--tensor-parallel-size", "2", "--out", str(tmp_path / "tp2"),
-            "--num-prompts", "8", "--concurrency", "4", "--input-len", "64", "--output-len", "16",
-            "--env", "A=1", "--env", "B=two", "--no-progress", "--json", str(tmp_path / "tp2.json")]  # fmt: skip
+    argv = [
+        "profile",
+        "--recipe",
+        "cpu-tiny",
+        "--tensor-parallel-size",
+        "2",
+        "--out",
+        str(tmp_path / "tp2"),
+        "--num-prompts",
+        "8",
+        "--concurrency",
+        "4",
+        "--input-len",
+        "64",
+        "--output-len",
+        "16",
+        "--env",
+        "A=1",
+        "--env",
+        "B=two",
+        "--no-progress",
+        "--json",
+        str(tmp_path / "tp2.json"),
+    ]
     assert main(argv) == 0
     assert seen["recipe"].name == "cpu-tiny" and seen["recipe"].engine.tensor_parallel_size == 2
     assert seen["out"] == tmp_path / "tp2" and seen["env"] == {"A": "1", "B": "two"} and not seen["progress"]
@@ -87,3 +108,16 @@ def test_verb_capture_passes_the_recipe_override_workload_and_env_to_the_capture
     printed = capsys.readouterr().out
     assert "captured 2 rank(s)" in printed and "12.5 output tok/s" in printed and "verdicts:" in printed
     assert json.loads((tmp_path / "tp2.json").read_text())["summary"]["ranks"] == 2
+
+
+def test_profile_path_judges_ascend_kernels_and_explains_idle_time(fixtures, capsys):
+    """On torch_npu output the verb adds kernel verdicts (with the chip's core counts) and the idle causes."""
+    from workbench import cli
+
+    assert cli.main(["profile", str(fixtures / "torch_npu_tp2"), "--ai-cores", "24", "--vector-cores", "48"]) == 0
+    printed = capsys.readouterr().out
+    assert "kernel verdicts (" in printed and "format conversion; AI CPU fallback" in printed
+    assert "low block dim" in printed  # Tril's block dim 24 on 48 vector cores
+    assert cli.main(["profile", str(fixtures / "torch_npu_trace_view")]) == 0
+    printed = capsys.readouterr().out
+    assert "idle causes (" in printed and "unexplained" in printed  # the trimmed timeline kept no host events

@@ -80,14 +80,23 @@ class FakeServer:
             chosen, runner, margin = greedy(context, self.near_positions, position)
             if (prompt[0], position) in self.flips:
                 chosen, runner = runner, chosen
-            top = {chosen: -1.0 + self.drift, runner: -1.0 - margin, (chosen + 7) % VOCAB: -6.0,
-                   (chosen + 9) % VOCAB: -7.0}  # fmt: skip
+            top = {
+                chosen: -1.0 + self.drift,
+                runner: -1.0 - margin,
+                (chosen + 7) % VOCAB: -6.0,
+                (chosen + 9) % VOCAB: -7.0,
+            }
             ids.append(chosen)
             chosen_lp.append(top[chosen])
             tops.append({f"token_id:{k}": v for k, v in list(top.items())[: body["logprobs"]]})
             context.append(chosen)
-        return {"index": index, "text": "", "token_ids": ids, "finish_reason": "length",
-                "logprobs": {"token_logprobs": chosen_lp, "top_logprobs": tops, "tokens": [], "text_offset": []}}  # fmt: skip
+        return {
+            "index": index,
+            "text": "",
+            "token_ids": ids,
+            "finish_reason": "length",
+            "logprobs": {"token_logprobs": chosen_lp, "top_logprobs": tops, "tokens": [], "text_offset": []},
+        }
 
     def close(self) -> None:
         self.httpd.shutdown()

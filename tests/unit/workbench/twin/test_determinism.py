@@ -23,8 +23,10 @@ def test_a_launched_side_records_seeds_switches_batch_and_its_environment(monkey
 def test_notes_name_an_npu_side_without_deterministic_collectives_and_a_batch_the_engine_caps():
     npu = load_serving_recipe("cpu-tiny").with_overrides(device="npu")
     a, b = Side("A", recipe=npu, batch=64), Side("B", recipe=npu, batch=1)
-    records = {"A": side_record(a, {}, 0), "B": side_record(b, {"HCCL_DETERMINISTIC": "true",
-                                                                   "LCCL_DETERMINISTIC": "1"}, 0)}  # fmt: skip
+    records = {
+        "A": side_record(a, {}, 0),
+        "B": side_record(b, {"HCCL_DETERMINISTIC": "true", "LCCL_DETERMINISTIC": "1"}, 0),
+    }
     said = notes((a, b), records)
     assert len(said) == 2
     assert "side A runs on an NPU without HCCL_DETERMINISTIC, LCCL_DETERMINISTIC" in said[0]

@@ -23,16 +23,26 @@ from workbench.twin.report import PairSummary, TwinVerdict
 from workbench.twin.run import TwinResult, TwinSettings
 from workbench.twin.sides import Side
 
-MODULES = ("model.embed_tokens", "model.layers.0.input_layernorm", "model.layers.0.mlp.act_fn", "model.layers.0",
-           "model.layers.1.post_attention_layernorm", "model.norm")  # fmt: skip
-OPS = {"model.layers.0.input_layernorm": ("rms_norm",), "model.layers.0.mlp.act_fn": ("silu_and_mul",),
-       "model.layers.1.post_attention_layernorm": ("add_rms_norm",),
-       "model.layers.0": ("rms_norm", "silu_and_mul")}  # fmt: skip
+MODULES = (
+    "model.embed_tokens",
+    "model.layers.0.input_layernorm",
+    "model.layers.0.mlp.act_fn",
+    "model.layers.0",
+    "model.layers.1.post_attention_layernorm",
+    "model.norm",
+)
+OPS = {
+    "model.layers.0.input_layernorm": ("rms_norm",),
+    "model.layers.0.mlp.act_fn": ("silu_and_mul",),
+    "model.layers.1.post_attention_layernorm": ("add_rms_norm",),
+    "model.layers.0": ("rms_norm", "silu_and_mul"),
+}
 
 
 def write_dump(out, prompt, steps, *, broken: str | None = None) -> None:
-    header = DumpHeader(DumpMode.TENSORS, tuple(prompt), None, "tiny", "cpu", ("*",), source=SOURCE_ENGINE,
-                        module_ops=OPS)  # fmt: skip
+    header = DumpHeader(
+        DumpMode.TENSORS, tuple(prompt), None, "tiny", "cpu", ("*",), source=SOURCE_ENGINE, module_ops=OPS
+    )
     writer = DumpWriter(out, header)
     g = torch.Generator().manual_seed(0)
     for step in range(steps):
@@ -49,13 +59,27 @@ def write_dump(out, prompt, steps, *, broken: str | None = None) -> None:
 
 def twin_result(tmp_path, *, b_settings=(), batch=(4, 4), outcome=Outcome.DIVERGED) -> TwinResult:
     recipe = load_serving_recipe("cpu-tiny")
-    sides = (Side("A", recipe=recipe, batch=batch[0]),
-             Side("B", recipe=recipe.with_overrides(**dict(b_settings)), batch=batch[1]))  # fmt: skip
+    sides = (
+        Side("A", recipe=recipe, batch=batch[0]),
+        Side("B", recipe=recipe.with_overrides(**dict(b_settings)), batch=batch[1]),
+    )
     row = PromptDivergence(1, outcome, 2, 2, 5, 6, -1.0, -3.0, -1.0, -3.0, 4.0, False, 0.0, "diverged")
     same = PromptDivergence(0, Outcome.IDENTICAL, 4, None, None, None, None, None, None, None, None, False, 0.0, "")
     pair = PairSummary("A vs B", 2, 1, 0, 1, 0, 2, 2.0, 0.0, 0.02)
-    return TwinResult(tmp_path, sides, ("p0", "p1"), ((3, 1, 4), (1, 5, 9, 2)), (same, row), pair, None,
-                      TwinVerdict(Verdict.ERROR, ("x",)), {}, (), TwinSettings(4), 1.0)  # fmt: skip
+    return TwinResult(
+        tmp_path,
+        sides,
+        ("p0", "p1"),
+        ((3, 1, 4), (1, 5, 9, 2)),
+        (same, row),
+        pair,
+        None,
+        TwinVerdict(Verdict.ERROR, ("x",)),
+        {},
+        (),
+        TwinSettings(4),
+        1.0,
+    )
 
 
 @pytest.fixture

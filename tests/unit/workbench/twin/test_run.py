@@ -1,4 +1,5 @@
-"""A whole twin run against fake servers whose divergences are placed exactly (see conftest.py)."""
+"""A whole twin run (the use case `run_twin(TwinRequest)`) against fake servers whose divergences are placed
+exactly (see conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,25 @@ import pytest
 
 from workbench.errors import WorkbenchError
 from workbench.results.verdict import Verdict
+from workbench.twin.api import Side, TwinRequest, TwinSettings, run_twin
 from workbench.twin.diverge import Outcome
-from workbench.twin.run import TwinSettings, run_twin
-from workbench.twin.sides import Side
 
 from .conftest import FAR, NEAR
 
 
 def sides(a, b, batch=(2, 2)):
-    return Side("A", url=a.url, batch=batch[0]), Side("B", url=b.url, batch=batch[1])
+    return Side.of_url("A", a.url, batch=batch[0]), Side.of_url("B", b.url, batch=batch[1])
+
+
+def twin(side_a, side_b, prompts, *, out, settings):
+    """The use case as the verb and the notebook call it."""
+    return run_twin(TwinRequest(side_a, side_b, prompts, out=out, settings=settings), progress=False)
 
 
 def test_a_near_tie_and_a_real_divergence_are_told_apart(fake_server, prompts, tmp_path):
     a = fake_server(near_positions={3})
     b = fake_server(near_positions={3}, flips={(48, 3), (49, 5)})  # prompt 1 at a near tie, prompt 2 at a far one
-    result = run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=8), progress=False)
+    result = twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=8))
     table = result.prompt_table().set_index("prompt")
     assert list(table["outcome"]) == ["identical", "near tie", "diverged", "identical"]
     assert table.loc[1, "position"] == 3 and table.loc[1, "gap"] == pytest.approx(2 * NEAR)
@@ -43,8 +48,7 @@ def test_a_near_tie_and_a_real_divergence_are_told_apart(fake_server, prompts, t
 
 def test_drift_without_a_token_change_is_judged(fake_server, prompts, tmp_path):
     a, b = fake_server(), fake_server(drift=-0.05)
-    result = run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=4, noise_repeats=0),
-                      progress=False)  # fmt: skip
+    result = twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=4, noise_repeats=0))
     assert result.pair.identical == 4 and result.pair.max_drift == pytest.approx(0.05)
     assert result.verdict.verdict is Verdict.WARNING and result.noise is None
 
@@ -52,31 +56,31 @@ def test_drift_without_a_token_change_is_judged(fake_server, prompts, tmp_path):
 def test_a_killed_run_resumes_where_it_stopped(fake_server, prompts, tmp_path):
     a, b = fake_server(), fake_server()
     b.fail.set()  # B refuses everything: its prompts are logged as failed
-    first = run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=4), progress=False)
+    first = twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=4))
     assert first.pair.failed == 4 and first.verdict.verdict is Verdict.ERROR
     assert {r.outcome for r in first.rows} == {Outcome.FAILED}
     sent_a = len(a.requests)
     b.fail.clear()
-    second = run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=4), progress=False)
+    second = twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=4))
     assert len(a.requests) == sent_a  # A's logs were complete: its server was not asked again
     assert second.pair.identical == 4 and second.verdict.verdict is Verdict.PASS
 
 
 def test_a_different_plan_in_the_same_directory_is_refused(fake_server, prompts, tmp_path):
     a, b = fake_server(), fake_server()
-    run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=2), progress=False)
+    twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=2))
     with pytest.raises(WorkbenchError, match="changed: settings"):
-        run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3), progress=False)
+        twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3))
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(WorkbenchError, match="not a twin run"):
-        run_twin(*sides(a, b), prompts, out=tmp_path / "other", settings=TwinSettings(max_tokens=2), progress=False)
+        twin(*sides(a, b), prompts, out=tmp_path / "other", settings=TwinSettings(max_tokens=2))
 
 
 def test_one_server_answers_both_sides_of_a_batch_twin(fake_server, prompts, tmp_path):
     server = fake_server()
-    a, b = Side("A", url=server.url, batch=1), Side("B", url=server.url, batch=4)
-    result = run_twin(a, b, prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3), progress=False)
+    a, b = Side.of_url("A", server.url, batch=1), Side.of_url("B", server.url, batch=4)
+    result = twin(a, b, prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3))
     assert [len(r["prompt"]) for r in server.requests] == [1, 1, 1, 1, 1, 1, 1, 1, 4]  # A, its repeat, then B
     assert result.pair.identical == 4 and result.verdict.verdict is Verdict.PASS
 
@@ -97,12 +101,12 @@ def test_an_interrupted_run_keeps_what_it_collected_and_sends_only_the_rest(
 
     monkeypatch.setattr(collect_module, "_send", send_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
-        run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3), progress=False)
+        twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3))
     assert (tmp_path / "run" / "plan.json").is_file() and len(
         (tmp_path / "run" / "A.jsonl").read_text().splitlines()
     ) == 4
     monkeypatch.setattr(collect_module, "_send", real_send)
     before = len(a.requests)
-    result = run_twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3), progress=False)
+    result = twin(*sides(a, b), prompts, out=tmp_path / "run", settings=TwinSettings(max_tokens=3))
     assert len(a.requests) - before == 1  # only the repeat's second group; A's own run was complete
     assert result.noise.prompts == 4 and result.pair.identical == 4
