@@ -108,6 +108,8 @@ def test_a_stopped_engine_is_reported_hung_with_the_evidence_then_recovers(worke
             run_load(server.url, server.model, workload, progress=False, hang=HangWatch.of(server, hang_after_s=8))
         except ServerHung as hung:
             box["hung"] = hung
+        except Exception as exc:  # kept for the assertion below: a thread's exception is otherwise lost
+            box["error"] = exc
 
     with HangWatchdog(
         server.url, hang_after_s=8, pids=server.processes, on_hang=hangs.append, on_recover=recoveries.append
@@ -117,6 +119,7 @@ def test_a_stopped_engine_is_reported_hung_with_the_evidence_then_recovers(worke
         loader.start()
         deadline = time.monotonic() + 120
         while not _running(server.url):
+            assert loader.is_alive(), f"the load ended before the engine was stopped: {box}"
             assert time.monotonic() < deadline, "load never reached the server"
             time.sleep(0.2)
         os.kill(engine, signal.SIGSTOP)
