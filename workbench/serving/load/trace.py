@@ -2,9 +2,9 @@
 
 One JSON object per line (JSONL), each stamped `{"kind": "trace", "schema_version": 1}` (`TRACE_KIND`).
 Written by `ascend-workbench capture` (the recording proxy, or an import of Mooncake / GuideLLM / vLLM
-request logs); read by `replay`, and as a workload by `bench --trace`, `sweep` (`workload: {trace: ...}`)
-and `twin --prompts` / `evaluate --dataset` (through `workbench.evaluate.datasets`). docs/replay.md is the
-reference; a line looks like:
+request logs); read by `replay`, and as a workload by `bench --trace`, `sweep` (`workload: {trace: ...}`),
+`twin --perf --prompts` (`workbench.twin.perf.trace_load`), and `twin --prompts` / `evaluate --dataset`
+(through `workbench.evaluate.datasets`). docs/replay.md is the reference; a line looks like:
 
     {"kind": "trace", "schema_version": 1,
      "id": "r000012",                    unique in the file
