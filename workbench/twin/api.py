@@ -7,6 +7,7 @@
 
     perf = run_perf_twin(PerfTwinRequest(a, b, workload=PerfWorkload(num_prompts=16)))
     print(perf.text())              # where B's extra time went, per request class; saved as perf-twin.json
+    traffic = PerfWorkload.of_trace("runs/capture/prod", num_prompts=64)   # the service's own requests as the load
 
 A request is checked once, when it is made (a WorkbenchError naming the field and the fix); the verb only turns
 flags into a request and prints the result, so the verb and the notebooks run exactly the same sequence:

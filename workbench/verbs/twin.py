@@ -9,13 +9,17 @@
     # performance: the same load on both sides, profiled, repeated, and the difference attributed
     ascend-workbench twin --perf --recipe cpu-tiny --set B:env.ASCEND_BACKEND_FAULT=silu_and_mul:delay:ms=2
     ascend-workbench twin --perf --url http://gpu-host:8000 --trace gpu.pt.trace.json.gz --recipe npu.yaml
+    # performance on the service's own traffic: a replay trace (docs/replay.md) as the load, per request class
+    ascend-workbench twin --perf --url http://gpu-host:8000 --url http://npu-host:8000 --prompts traffic/trace.jsonl
 
 Token twin: side A is repeated first (--noise-repeats) to measure its run-to-run noise, the verdict's limits
 (policy/twin/thresholds.yaml) are judged against it, and a diverging prompt is dumped on both sides and compared
 module by module (--no-locate skips it). Performance twin (--perf): every window runs the load unprofiled, then
 profiled in a bounded window (--profile-delay, --profile-steps), on A and B alternately, 1 + --repeats windows a
 side; ΔTTFT and ΔTPOT per request class with intervals from the repeats, split into kernel, communication,
-host idle, scheduling and queueing (policy/twin/perf.yaml). Both save as they go: rerun with the same --out to
+host idle, scheduling and queueing (policy/twin/perf.yaml). Its load is --num-prompts requests of the
+--input-len classes, or with --prompts a replay trace's first --num-prompts requests: their own bodies, their
+recorded output lengths (ignore_eos), the trace's classes (chat, followup, tools, json, completion). Both save as they go: rerun with the same --out to
 resume. This verb only turns the flags into a request (`workbench.twin.api`); notebooks 08 and 11 make the same.
 """
 
@@ -43,8 +47,9 @@ DESCRIPTION = (
     "Send the same prompts (as token ids), greedy, with per-token logprobs, to two configurations of one model "
     "(two recipes, one recipe with --set on a side, two batch sizes, or two URLs); per prompt the first diverging "
     "token and a verdict against the measured run-to-run noise, then the first diverging module. With --perf, send "
-    "the same load to both sides instead, profile each in a bounded window, and split ΔTTFT and ΔTPOT per request "
-    "class into kernel, communication, host idle, scheduling and queueing time."
+    "the same load to both sides instead (synthetic request classes, or a replay trace given as --prompts), profile "
+    "each in a bounded window, and split ΔTTFT and ΔTPOT per request class into kernel, communication, host idle, "
+    "scheduling and queueing time."
 )
 LABELS = ("A", "B")
 DEFAULT_BATCH = 16
@@ -107,8 +112,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_token_arguments(parser: argparse.ArgumentParser) -> None:
     work = parser.add_argument_group("token twin")
-    work.add_argument("--prompts", default="text", help="data set (text, humaneval) or a JSONL file, as evaluate")
-    work.add_argument("--num-prompts", type=int, help="the first N prompts (default: all); --perf: requests a window")
+    work.add_argument(
+        "--prompts",
+        help="data set (text, humaneval) or a JSONL file, as evaluate (default text); --perf: a replay trace "
+        "(docs/replay.md) whose requests are the load, in the trace's request classes",
+    )
+    work.add_argument(
+        "--num-prompts",
+        type=int,
+        help="the first N prompts (default: all); --perf: requests a window (default 16, with a trace all of it)",
+    )
     work.add_argument("--max-tokens", type=int, default=32, help="greedy tokens per prompt (ignore_eos; default 32)")
     work.add_argument("--top-logprobs", type=int, default=5, help="runners-up per position (1-20; default 5)")
     work.add_argument("--seed", type=int, default=0, help="request seed (default 0)")
@@ -129,11 +142,15 @@ def _add_perf_arguments(parser: argparse.ArgumentParser) -> None:
         "--input-len",
         type=int,
         nargs="+",
-        default=list(load.input_lens),
         metavar="N",
-        help=f"prompt lengths, one request class each (default {' '.join(map(str, load.input_lens))})",
+        help=f"prompt lengths, one request class each (default {' '.join(map(str, load.input_lens))}; "
+        "not with a --prompts trace, whose lengths are recorded)",
     )
-    perf.add_argument("--output-len", type=int, default=load.output_len, help="output tokens per request")
+    perf.add_argument(
+        "--output-len",
+        type=int,
+        help=f"output tokens per request (default {load.output_len}; a --prompts trace decodes its recorded lengths)",
+    )
     perf.add_argument("--concurrency", type=int, default=load.concurrency, help="requests in flight")
     perf.add_argument("--warmup", type=int, default=load.warmup_requests, help="requests before the first window")
     perf.add_argument("--repeats", type=int, default=2, help="extra windows per side: the noise (default 2)")
@@ -198,7 +215,7 @@ def token_request(args: argparse.Namespace):
     return TwinRequest(
         side_a,
         side_b,
-        prompts=args.prompts,
+        prompts=args.prompts or "text",
         num_prompts=args.num_prompts,
         settings=TwinSettings(args.max_tokens, args.top_logprobs, args.seed, args.noise_repeats),
         thresholds=args.thresholds,
@@ -212,18 +229,33 @@ def token_request(args: argparse.Namespace):
     )
 
 
+def perf_workload(args: argparse.Namespace):
+    """The performance twin's load: a replay trace given as --prompts, else the --input-len classes."""
+    from workbench.twin.api import PerfWorkload
+
+    if args.prompts is None:
+        default = PerfWorkload()
+        return PerfWorkload(
+            input_lens=tuple(args.input_len or default.input_lens),
+            output_len=args.output_len if args.output_len is not None else default.output_len,
+            num_prompts=args.num_prompts or default.num_prompts,
+            concurrency=args.concurrency,
+            warmup_requests=args.warmup,
+            seed=args.seed,
+        )
+    if args.input_len is not None or args.output_len is not None:
+        raise WorkbenchError(
+            f"--prompts {args.prompts} sets the lengths (each request's recorded ones): leave out --input-len and "
+            "--output-len, or leave out --prompts for the synthetic load"
+        )
+    return PerfWorkload.of_trace(args.prompts, args.num_prompts, args.concurrency, args.warmup, args.seed)
+
+
 def perf_request(args: argparse.Namespace):
-    from workbench.twin.api import PerfTwinRequest, PerfWorkload, ProfileWindow
+    from workbench.twin.api import PerfTwinRequest, ProfileWindow
 
     side_a, side_b = make_sides(args)
-    workload = PerfWorkload(
-        input_lens=tuple(args.input_len),
-        output_len=args.output_len,
-        num_prompts=args.num_prompts or PerfWorkload().num_prompts,
-        concurrency=args.concurrency,
-        warmup_requests=args.warmup,
-        seed=args.seed,
-    )
+    workload = perf_workload(args)
     return PerfTwinRequest(
         side_a,
         side_b,

@@ -2,9 +2,9 @@
 
 One JSON object per line (JSONL), each stamped `{"kind": "trace", "schema_version": 1}` (`TRACE_KIND`).
 Written by `ascend-workbench capture` (the recording proxy, or an import of Mooncake / GuideLLM / vLLM
-request logs); read by `replay`, and as a workload by `bench --trace`, `sweep` (`workload: {trace: ...}`)
-and `twin --prompts` / `evaluate --dataset` (through `workbench.evaluate.datasets`). docs/replay.md is the
-reference; a line looks like:
+request logs); read by `replay`, and as a workload by `bench --trace`, `sweep` (`workload: {trace: ...}`),
+`twin --perf --prompts` (`workbench.twin.perf.trace_load`), and `twin --prompts` / `evaluate --dataset`
+(through `workbench.evaluate.datasets`). docs/replay.md is the reference; a line looks like:
 
     {"kind": "trace", "schema_version": 1,
      "id": "r000012",                    unique in the file
@@ -374,6 +374,14 @@ def _recorded_tokens(record: TraceRecord, key: str, usage_key: str) -> int:
     return int(record.lengths.get(key) or usage.get(usage_key) or fallback or 0)
 
 
+def recorded_lengths(record: TraceRecord) -> tuple[int, int]:
+    """(input tokens, output tokens) the trace recorded for `record`; 0 where it recorded none."""
+    return (
+        _recorded_tokens(record, "input_tokens", "prompt_tokens"),
+        _recorded_tokens(record, "output_tokens", "completion_tokens"),
+    )
+
+
 def trace_prompts(records: Sequence[TraceRecord]) -> list[Prompt]:
     """A trace as the load generator's prompts: each request's own body, endpoint and arrival offset."""
     return [
@@ -428,6 +436,7 @@ __all__ = [
     "is_trace_file",
     "message_text",
     "read_trace",
+    "recorded_lengths",
     "trace_path",
     "trace_prompts",
     "trace_workload",

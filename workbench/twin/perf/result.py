@@ -18,7 +18,9 @@ from workbench.twin.perf.kernels import KernelChange, ModuleChange
 from workbench.twin.perf.request import PerfTwinRequest
 from workbench.twin.perf.windows import WindowRecord
 
-PERF_TWIN_KIND = DocumentKind("perf-twin")
+# version 2: `workload` is the load's own `to_dict()` — a trace load stores `trace` (path, requests, digest,
+# classes) in place of `input_lens` / `output_len`; version 1 documents (synthetic loads only) read the same
+PERF_TWIN_KIND = DocumentKind("perf-twin", 2)
 RESULT_FILE = "perf-twin.json"
 
 
@@ -121,8 +123,7 @@ class PerfTwinResult:
             f"performance twin {self.directory}",
             f"  A: {r.side_a.describe()}",
             f"  B: {r.side_b.describe()}",
-            f"  load: {w.num_prompts} requests, prompts {'/'.join(map(str, w.input_lens))} tokens, {w.output_len} "
-            f"out, concurrency {w.concurrency}; {r.windows_per_side} windows a side, profiler window "
+            f"  load: {w.describe()}, concurrency {w.concurrency}; {r.windows_per_side} windows a side, profiler window "
             f"{r.window.delay_steps}+{r.window.max_steps} steps",
         ]
         lines += self.headline()
@@ -147,7 +148,7 @@ class PerfTwinResult:
         r = self.request
         return {
             "sides": [s.to_dict() for s in (r.side_a, r.side_b)],
-            "workload": vars(r.workload) | {"input_lens": list(r.workload.input_lens)},
+            "workload": r.workload.to_dict(),
             "window": vars(r.window),
             "repeats": r.repeats,
             "differs": self.differs,

@@ -63,7 +63,7 @@ def _identity(request: PerfTwinRequest) -> dict[str, Any]:
     return {
         "sides": [s.identity() for s in (request.side_a, request.side_b)],
         "traces": [str(s.trace) if s.trace else None for s in (request.side_a, request.side_b)],
-        "workload": vars(request.workload) | {"input_lens": list(request.workload.input_lens)},
+        "workload": request.workload.to_dict(),
         "window": vars(request.window),
     }
 
@@ -110,7 +110,8 @@ def _warm_up(target: Target, request: PerfTwinRequest) -> None:
     workload = request.workload
     if workload.warmup_requests:
         prompts = prompts_for(target.tokenizer, workload)
-        run_load(target, (prompts * workload.warmup_requests)[: workload.warmup_requests], workload, progress=False)
+        warm = [prompts[i % len(prompts)] for i in range(workload.warmup_requests)]
+        run_load(target, warm, workload, progress=False)
 
 
 def _order(request: PerfTwinRequest) -> list[tuple[str, int]]:

@@ -34,7 +34,7 @@ from workbench.serving.load.workload import Prompt, Workload, build_prompts
 from workbench.serving.prometheus import Samples, fetch_metrics, sample_sum
 from workbench.serving.server import Server
 from workbench.twin.perf import contention
-from workbench.twin.perf.request import PerfTwinRequest, PerfWorkload, class_name
+from workbench.twin.perf.request import PerfTwinRequest, PerfWorkload
 
 WINDOW_KIND = DocumentKind("perf-twin-window")
 WINDOWS_DIR = "windows"
@@ -124,7 +124,10 @@ class WindowRecord:
 
 
 def prompts_for(tokenizer: Any, workload: PerfWorkload) -> list[Prompt]:
-    """The load's prompts, classes interleaved (each class's prompts of exactly its length)."""
+    """The load's prompts in the order a window sends them: a trace's requests, or each class's prompts of
+    exactly its length, classes interleaved."""
+    if workload.trace is not None:
+        return workload.trace.prompts(tokenizer, workload.seed)
     per_class = {
         n: build_prompts(tokenizer, workload.lengths().count(n), n, seed=workload.seed + i)
         for i, n in enumerate(workload.input_lens)
@@ -140,16 +143,19 @@ def prompts_for(tokenizer: Any, workload: PerfWorkload) -> list[Prompt]:
 def run_load(
     target: Target, prompts: list[Prompt], workload: PerfWorkload, progress: bool
 ) -> tuple[RequestTiming, ...]:
+    """`prompts` at the workload's concurrency; prompt i is request i of `prompts_for`'s order (or, in a warm-up,
+    of that order cycled), so its class is the workload's class of request i."""
     shape = Workload(
-        input_len=max(workload.input_lens),
-        output_len=workload.output_len,
+        input_len=max(1, *(p.num_tokens for p in prompts)),
+        output_len=max(workload.output_lens()),
         num_prompts=len(prompts),
         concurrency=workload.concurrency,
         seed=workload.seed,
     )
     result = run_coroutine(run_load_async(target.server.url, target.server.model, prompts, shape, progress=progress))
-    # the runner sends prompt `index % len(prompts)` as request `index`: its class is that prompt's length
-    classes = [class_name(prompts[r.index % len(prompts)].num_tokens) for r in result.records]
+    # the runner sends prompt `index % len(prompts)` as request `index`
+    per_request = workload.request_classes()
+    classes = [per_request[(r.index % len(prompts)) % len(per_request)] for r in result.records]
     return tuple(
         RequestTiming(k, r.ttft_s, r.tpot_s, r.success, r.sent_s, tuple(r.itl_s))
         for k, r in zip(classes, result.records, strict=True)
