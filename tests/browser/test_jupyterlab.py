@@ -33,7 +33,7 @@ pytestmark = pytest.mark.browser
 
 # The overview (tables, markdown), the op suite (heatmap, choice widget) and the sweep (servers, widgets,
 # charts): what a first guided session opens.
-SESSION_NOTEBOOKS = ("01_backend_overview", "04_op_accuracy", "07_tuning_sweep")
+SESSION_NOTEBOOKS = ("01_kernels", "04_compare_ops", "07_sweep")
 ALL_EXECUTED = """() => {
   const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
   return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
@@ -149,9 +149,9 @@ def test_notebook_runs_in_jupyterlab(lab, browser, name):
     widgets = page.locator(".jp-OutputArea-output .widget-box, .jp-OutputArea-output .jupyter-widgets").count()
     # jupyterlab-plotly draws into the output node itself; a FigureWidget draws inside the widget's box
     plots = page.locator(".jp-OutputArea-output.js-plotly-plot, .jp-OutputArea-output .js-plotly-plot").count()
-    if name == "04_op_accuracy":
+    if name == "04_compare_ops":
         assert plots >= 1 and widgets >= 1, (plots, widgets)
-    if name == "07_tuning_sweep":
+    if name == "07_sweep":
         assert plots >= 1, plots
     assert page_errors == []
     page.close()

@@ -40,7 +40,7 @@ def run_one(notebook: str, parameters: dict, tmp_path: Path, monkeypatch) -> Pat
 
 def test_quantization_notebook_serves_float_all_int8_and_the_plan(tmp_path, monkeypatch):
     """Notebook 10 with serve = True: the plan served beside float and all-int8 (three SmolLM2 servers)."""
-    runs = run_one("10_quantization.ipynb", {"serve": True}, tmp_path, monkeypatch)
+    runs = run_one("10_quantize.ipynb", {"serve": True}, tmp_path, monkeypatch)
     (state,) = runs.glob("quantization/*/autopilot/plan.json")
     check_autopilot_plan(json.loads(state.read_text()))
     served = json.loads((state.parent / "served.json").read_text())

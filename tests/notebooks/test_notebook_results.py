@@ -42,7 +42,7 @@ def html_outputs(notebook_run, notebook: str, word: str) -> list[str]:
 
 
 def test_profiling_notebook_sees_the_all_reduces_of_its_tp2_capture(notebook_run):
-    session = notebook_outputs(notebook_run, "08_profiling.ipynb", "profiles/cpu-tiny-*/session.json")[-1]
+    session = notebook_outputs(notebook_run, "08_profile.ipynb", "profiles/cpu-tiny-*/session.json")[-1]
     profile = Profile.from_dict(json.loads((session.parent / "TP2" / "profile.json").read_text()))
     assert profile.ranks == ["0", "1"]
     assert profile.meta["provenance"]["recipe"]["engine"]["tensor_parallel_size"] == 2
@@ -63,7 +63,7 @@ def test_quantization_notebook_searched_proved_and_linted_a_plan(notebook_run):
     (the served comparison is `serve = True`: tests/notebooks/test_notebook_long.py)."""
     from workbench.lint.checkpoint import lint_checkpoint
 
-    state = notebook_outputs(notebook_run, "10_quantization.ipynb", "quantization/*/autopilot/plan.json")[-1]
+    state = notebook_outputs(notebook_run, "10_quantize.ipynb", "quantization/*/autopilot/plan.json")[-1]
     check_autopilot_plan(json.loads(state.read_text()))
     assert not (state.parent / "served.json").exists()  # serve = False by default: no server started for it
     checkpoint = state.parent.parent / "plan-msmodelslim"
@@ -82,7 +82,7 @@ def check_autopilot_plan(plan: dict) -> None:
 def test_first_request_notebook_triages_the_real_npu_crash_log(notebook_run):
     """Notebook 03's triage step on the real log it ships with (vllm-ascend #1972): rank 7's EZ9999 is the
     first error, the engine's 507034 a later one, and the fix and the verify step are shown."""
-    tables = html_outputs(notebook_run, "03_first_request.ipynb", "triage")
+    tables = html_outputs(notebook_run, "03_smoke.ipynb", "triage")
     timeline, first = [t for t in tables if t]
     assert timeline.index("operator_execution") < timeline.index("aicore_timeout")  # time order
     assert "◀ first" in timeline and "EZ9999" in timeline and "507034" in timeline
@@ -92,7 +92,7 @@ def test_first_request_notebook_triages_the_real_npu_crash_log(notebook_run):
 def test_preflight_notebook_lints_the_example_command_at_its_release_and_after_the_upgrade(notebook_run):
     """Notebook 02's lint step on the shipped real command (vllm-ascend #5798): at v0.13.0rc1 DYNAMIC_EPLB is
     missing; the upgrade to v0.15.0rc1 moves the three EPLB keys into eplb_config."""
-    tables = html_outputs(notebook_run, "02_preflight.ipynb", "lint")
+    tables = html_outputs(notebook_run, "02_check.ipynb", "lint")
     findings, upgrade = [t for t in tables if t]
     assert "env.DYNAMIC_EPLB" in findings and "required_missing" in findings
     assert upgrade.count("renamed") == 3 and "eplb_config.expert_heat_collection_interval" in upgrade
@@ -101,7 +101,7 @@ def test_preflight_notebook_lints_the_example_command_at_its_release_and_after_t
 def test_twin_notebook_compares_tp2_with_tp1_on_every_layer_through_the_gathered_dump(notebook_run):
     """Notebook 11's defaults: cpu-tiny at TP=1 against TP=2, a table and a verdict, and prompt 0 dumped on
     both sides; the TP=2 side's rank dumps gathered compare with the TP=1 dump on every module of every layer."""
-    twin = notebook_outputs(notebook_run, "11_twin_runs.ipynb", "twin/*/twin.json")[-1]
+    twin = notebook_outputs(notebook_run, "11_twin.ipynb", "twin/*/twin.json")[-1]
     result = json.loads(twin.read_text())
     assert [s["recipe"]["engine"]["tensor_parallel_size"] for s in result["sides"]] == [1, 2]
     assert len(result["prompts"]) == result["summary"]["prompts"] > 0 and result["verdict"]["verdict"]

@@ -32,7 +32,7 @@ from workbench.profiling.kernel_verdicts import verdicts_frame as kernel_verdict
 from workbench.profiling.profile import HostPhase, OpStat, Profile, ProfileFormat, StepShare
 from workbench.profiling.read import read_profile
 from workbench.profiling.report import format_report, shares_table, summary, write_json
-from workbench.profiling.verdicts import Finding, FindingKind, judge, load_thresholds, verdicts_frame
+from workbench.profiling.verdicts import ProfileFinding, ProfileFindingKind, judge, load_thresholds, verdicts_frame
 from workbench.recipes import load_serving_recipe
 from workbench.results.envelope import DocumentKind, write_result
 from workbench.settings import REPO_ROOT, run_dir
@@ -60,8 +60,8 @@ __all__ = [
     "ProfileFormat",
     "ProfileSession",
     "StepShare",
-    "Finding",
-    "FindingKind",
+    "ProfileFinding",
+    "ProfileFindingKind",
     "capture",
     "format_report",
     "judge",
@@ -84,7 +84,7 @@ class ProfileSession:
 
     out_dir: Path
     profiles: dict[str, Profile]
-    verdicts: dict[str, list[Finding]]
+    verdicts: dict[str, list[ProfileFinding]]
 
     @property
     def mapping(self) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.profiling.profile import Profile
-from workbench.profiling.verdicts import Finding, verdicts_frame
+from workbench.profiling.verdicts import ProfileFinding, verdicts_frame
 from workbench.results.envelope import DocumentKind, write_result
 
 PROFILE_KIND = DocumentKind("profile")
@@ -43,7 +43,7 @@ def shares_table(profile: Profile) -> pd.DataFrame:
     return table.rename(columns={c: c.replace("_share", " %") for c in table.columns})
 
 
-def summary(profile: Profile, verdicts: list[Finding]) -> dict[str, Any]:
+def summary(profile: Profile, verdicts: list[ProfileFinding]) -> dict[str, Any]:
     """The numbers a sweep point or a notebook keeps: per-rank shares (fractions) and the verdict kinds."""
     ranks = profile.ranks_frame()
     return {
@@ -60,7 +60,7 @@ def summary(profile: Profile, verdicts: list[Finding]) -> dict[str, Any]:
     }
 
 
-def format_report(profile: Profile, verdicts: list[Finding], top: int = 10) -> str:
+def format_report(profile: Profile, verdicts: list[ProfileFinding], top: int = 10) -> str:
     """The CLI's text report (see the module docstring)."""
     with pd.option_context("display.width", 160, "display.max_colwidth", 70, "display.max_columns", 20):
         lines = [
@@ -93,7 +93,7 @@ def format_report(profile: Profile, verdicts: list[Finding], top: int = 10) -> s
     return "\n".join(lines)
 
 
-def report_dict(profile: Profile, verdicts: list[Finding]) -> dict[str, Any]:
+def report_dict(profile: Profile, verdicts: list[ProfileFinding]) -> dict[str, Any]:
     """The JSON `profile --json` writes: the whole profile, the verdicts, and a summary."""
     return {
         "summary": summary(profile, verdicts),
@@ -102,6 +102,6 @@ def report_dict(profile: Profile, verdicts: list[Finding]) -> dict[str, Any]:
     }
 
 
-def write_json(profile: Profile, verdicts: list[Finding], path: Path) -> Path:
+def write_json(profile: Profile, verdicts: list[ProfileFinding], path: Path) -> Path:
     """`report_dict` in the result envelope, atomically: the stamp is the profile's own (`meta.provenance`)."""
     return write_result(Path(path), report_dict(profile, verdicts), profile.meta.get("provenance") or {}, PROFILE_KIND)

@@ -60,7 +60,7 @@ def load_thresholds(path: Path | str | None = None) -> Thresholds:
     )
 
 
-class FindingKind(str, enum.Enum):
+class ProfileFindingKind(str, enum.Enum):
     """What a profile shows, in profiling's own words; `verdict` puts it on the shared scale."""
 
     HOST_BOUND = "host_bound"
@@ -76,14 +76,14 @@ class FindingKind(str, enum.Enum):
     def verdict(self) -> Verdict:
         """Balanced passes; every other finding is a warning: the service runs, time is being lost (or, for a
         thin sample and missing shares, the profile cannot tell)."""
-        return Verdict.PASS if self is FindingKind.BALANCED else Verdict.WARNING
+        return Verdict.PASS if self is ProfileFindingKind.BALANCED else Verdict.WARNING
 
 
 @dataclass(frozen=True)
-class Finding:
+class ProfileFinding:
     """One judgement of a profile: what, about which rank, the evidence and the fix."""
 
-    kind: FindingKind
+    kind: ProfileFindingKind
     rank: str  # the rank it is about, or "all"
     evidence: str
     fix: str
@@ -133,7 +133,7 @@ def _host_fix(phase: str | None) -> str:
     return next((fix for key, fix in HOST_FIXES.items() if key in phase), HOST_FIXES["between steps"])
 
 
-def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
+def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[ProfileFinding]:
     """One verdict for the ranks busy less than the threshold, named after the least busy one's host phase."""
     low = ranks[ranks["busy_share"] < t.host_bound_busy_share].sort_values("busy_share")
     if low.empty:
@@ -153,8 +153,8 @@ def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Fi
         for r in low.to_dict("records")
     )
     return [
-        Finding(
-            FindingKind.HOST_BOUND,
+        ProfileFinding(
+            ProfileFindingKind.HOST_BOUND,
             ",".join(low["rank"].astype(str)),
             f"busy under {_pct(t.host_bound_busy_share)} of the step: {listing}{named}",
             _host_fix(phase[0] if phase else None),
@@ -162,7 +162,7 @@ def _host_bound(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Fi
     ]
 
 
-def _communication(ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
+def _communication(ranks: pd.DataFrame, t: Thresholds) -> list[ProfileFinding]:
     heavy = ranks[ranks["communication_share"] > t.communication_share]
     if heavy.empty:
         return []
@@ -171,8 +171,8 @@ def _communication(ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
         for r in heavy.to_dict("records")
     )
     return [
-        Finding(
-            FindingKind.COMMUNICATION_BOUND,
+        ProfileFinding(
+            ProfileFindingKind.COMMUNICATION_BOUND,
             ",".join(heavy["rank"].astype(str)),
             f"communication not hidden by compute over {_pct(t.communication_share)} of the step: {listing}",
             "the tensor-parallel degree is too high for this model and link: lower tensor_parallel_size "
@@ -206,7 +206,7 @@ SPREAD_DIMENSIONS = (
 )
 
 
-def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
+def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[ProfileFinding]:
     """msprof-analyze's slow-rank rule on per-step means (see the module docstring)."""
     if len(ranks) < 2:
         return []
@@ -225,8 +225,8 @@ def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
             slow = pick(values, key=values.get)
             listing = ", ".join(f"rank {r} {v / 1000:.2f} ms" for r, v in values.items())
             found.append(
-                Finding(
-                    FindingKind.SLOW_RANK,
+                ProfileFinding(
+                    ProfileFindingKind.SLOW_RANK,
                     slow,
                     f"{label} per step differs by {_pct(spread)} of the mean step time "
                     f"(over {_pct(t.slow_rank_spread)}): {listing}",
@@ -236,7 +236,7 @@ def _slow_rank(ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
     return found
 
 
-def _bubbles(profile: Profile, t: Thresholds) -> list[Finding]:
+def _bubbles(profile: Profile, t: Thresholds) -> list[ProfileFinding]:
     """Steps right before a prefill<->decode switch whose free time is `bubble_gap_factor` x the usual."""
     found = []
     for rank in profile.ranks:
@@ -257,8 +257,8 @@ def _bubbles(profile: Profile, t: Thresholds) -> list[Finding]:
         if total > 0 and excess / total >= t.bubble_min_share:
             count = sum(s.free_us > t.bubble_gap_factor * median for s in switches)
             found.append(
-                Finding(
-                    FindingKind.BUBBLES,
+                ProfileFinding(
+                    ProfileFindingKind.BUBBLES,
                     rank,
                     f"rank {rank}: {count} of {len(switches)} prefill/decode switches leave the device "
                     f"idle {excess / 1000:.1f} ms beyond the usual {median / 1000:.2f} ms per step "
@@ -270,7 +270,7 @@ def _bubbles(profile: Profile, t: Thresholds) -> list[Finding]:
     return found
 
 
-def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[Finding]:
+def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[ProfileFinding]:
     """torch.compile compiling inside the window (a host phase the torch trace reader reports)."""
     totals = dict(zip(ranks["rank"].astype(str), ranks["total_us"].astype(float)))
     found = []
@@ -278,8 +278,8 @@ def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[F
         total = totals.get(phase.rank, 0.0)
         if "torch.compile" in phase.phase and total > 0 and phase.total_us / total > t.compile_share:
             found.append(
-                Finding(
-                    FindingKind.COMPILATION,
+                ProfileFinding(
+                    ProfileFindingKind.COMPILATION,
                     phase.rank,
                     f"rank {phase.rank}: torch.compile compiled for {phase.total_us / 1000:.1f} ms inside the window "
                     f"({_pct(phase.total_us / total)} of the profiled time): a shape the engine had not seen",
@@ -289,14 +289,14 @@ def _compilation(profile: Profile, ranks: pd.DataFrame, t: Thresholds) -> list[F
     return found
 
 
-def judge(profile: Profile, t: Thresholds | None = None) -> list[Finding]:
+def judge(profile: Profile, t: Thresholds | None = None) -> list[ProfileFinding]:
     """Every verdict that fires on `profile` (BALANCED when none does), most actionable first."""
     t = t or load_thresholds()
     ranks = profile.ranks_frame()
     if ranks.empty:
         return [
-            Finding(
-                FindingKind.NO_SHARES,
+            ProfileFinding(
+                ProfileFindingKind.NO_SHARES,
                 "all",
                 "; ".join(profile.notes) or "the profile holds no steps",
                 "capture with the step timeline (step_trace_time.csv / trace_view.json / a torch trace)",
@@ -312,8 +312,8 @@ def judge(profile: Profile, t: Thresholds | None = None) -> list[Finding]:
     thin = ranks[ranks["steps"] < t.min_steps] if not profile.whole_window else ranks.iloc[0:0]
     if not thin.empty:
         found.append(
-            Finding(
-                FindingKind.THIN_SAMPLE,
+            ProfileFinding(
+                ProfileFindingKind.THIN_SAMPLE,
                 ",".join(thin["rank"].astype(str)),
                 "only " + ", ".join(f"{r['steps']} step(s) on rank {r['rank']}" for r in thin.to_dict("records")),
                 "profile a longer window (more requests between /start_profile and /stop_profile)",
@@ -324,11 +324,11 @@ def judge(profile: Profile, t: Thresholds | None = None) -> list[Finding]:
             f"rank {r['rank']} busy {_pct(r['busy_share'])}, communication {_pct(r['communication_share'])}"
             for r in ranks.to_dict("records")
         )
-        found.append(Finding(FindingKind.BALANCED, "all", shares, ""))
+        found.append(ProfileFinding(ProfileFindingKind.BALANCED, "all", shares, ""))
     return found
 
 
-def verdicts_frame(verdicts: list[Finding]) -> pd.DataFrame:
+def verdicts_frame(verdicts: list[ProfileFinding]) -> pd.DataFrame:
     return pd.DataFrame(
         [{"verdict": v.kind.value, "rank": v.rank, "evidence": v.evidence, "fix": v.fix} for v in verdicts],
         columns=["verdict", "rank", "evidence", "fix"],

@@ -8,7 +8,7 @@ are dropped, and one copy of plotly.js (from the installed plotly package) is sh
 directory and loaded by every page:
 
     runs/<ts>/plotly.min.js
-    runs/<ts>/04_op_accuracy.html   <script src="plotly.min.js"> ... <div class="wb-plot"> ...
+    runs/<ts>/04_compare_ops.html   <script src="plotly.min.js"> ... <div class="wb-plot"> ...
 
 Every chart output becomes exactly one `div.wb-plot`; the browser test counts them against the
 rendered plots.

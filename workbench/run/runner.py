@@ -34,7 +34,7 @@ SLOWEST_CELLS = 3
 
 @dataclass(frozen=True)
 class NotebookOutcome:
-    notebook: str  # file name, e.g. "00_backend_overview.ipynb"
+    notebook: str  # file name, e.g. "01_kernels.ipynb"
     ok: bool
     seconds: float
     executed: str  # path of the executed copy, relative to the run dir

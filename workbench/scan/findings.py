@@ -1,4 +1,4 @@
-"""The typed hand-offs of a scan: what a rule saw (`Hit`), what it means for the port (`Finding`), and what
+"""The typed hand-offs of a scan: what a rule saw (`Hit`), what it means for the port (`CudaTie`), and what
 could not be scanned (`ScanProblem`).
 
 A rule only says *where* something CUDA-bound is and *which* rule saw it; what that means on Ascend (the
@@ -89,7 +89,7 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class Finding:
+class CudaTie:
     """A hit joined with its mapping row: what ties this line to CUDA and what replaces it on Ascend."""
 
     file: str

@@ -23,7 +23,7 @@ from pydantic import Field, field_validator, model_validator
 from workbench import settings
 from workbench.errors import WorkbenchError
 from workbench.recipes import Frozen, load_recipe_file
-from workbench.scan.findings import Category, Finding, Hit, Severity
+from workbench.scan.findings import Category, CudaTie, Hit, Severity
 from workbench.scan.rule_ids import Rule
 
 _PINNED_GITHUB = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:blob|tree)/([\w.+-]+)/\S+")
@@ -121,14 +121,14 @@ class ScanMapping(Frozen):
     def npu_names(self) -> frozenset[str]:
         return frozenset(self.torch_npu_names.names)
 
-    def finding(self, hit: Hit) -> Finding:
+    def finding(self, hit: Hit) -> CudaTie:
         """The hit with its row's meaning joined in (for a vLLM graph option with a literal value, what
         vllm-ascend's platform does to that value, release range by release range)."""
         row = self.rules[hit.rule]
         counterpart = row.counterpart
         if hit.rule == Rule.VLLM_CUDAGRAPH_OPTION.value:
             counterpart += graph_option_rules(hit.detail)
-        return Finding(
+        return CudaTie(
             file=hit.file,
             line=hit.line,
             column=hit.column,

@@ -7,7 +7,7 @@ import collections
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.scan.findings import Category, Finding, ScanProblem, Severity
+from workbench.scan.findings import Category, CudaTie, ScanProblem, Severity
 from workbench.scan.placement import Tier
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ FINDING_COLUMNS = [
 @dataclass(frozen=True)
 class ScanReport:
     paths: tuple[str, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[CudaTie, ...]
     problems: tuple[ScanProblem, ...]
     files_scanned: int
     skipped: tuple[tuple[str, int], ...]  # (reason, count)
@@ -98,7 +98,7 @@ class ScanReport:
 
     def rule_counts(self) -> list[dict[str, Any]]:
         """One row per rule seen: count, files, and the mapping's counterpart and verify step."""
-        first: dict[str, Finding] = {}
+        first: dict[str, CudaTie] = {}
         counts: collections.Counter[str] = collections.Counter()
         files: dict[str, set[str]] = collections.defaultdict(set)
         for finding in self.findings:

@@ -79,7 +79,7 @@ class WorkloadContext:
 
 
 @dataclass(frozen=True)
-class Finding:
+class PointDiagnosis:
     point_id: str
     bottleneck: Bottleneck
     evidence: str
@@ -110,14 +110,14 @@ def _high(value: float | None, limit: float | None, best: float, factor: float) 
 
 def diagnose_point(
     row: Mapping[str, Any], context: WorkloadContext | None, limits: Mapping[str, float], t: Thresholds = Thresholds()
-) -> list[Finding]:
+) -> list[PointDiagnosis]:
     """Findings for one results row (most actionable first); [HEALTHY] when no rule fires."""
     pid = str(row.get("point_id"))
     status = row.get("status", "ok")
     if status != "ok":
         kind = Bottleneck.START_FAILURE if status == "start_failed" else Bottleneck.LOAD_FAILURE
         evidence = f"[{row.get('crash_kind')}] " + str(row.get("crash_summary") or row.get("crash_kind") or status)
-        return [Finding(pid, kind, evidence, str(row.get("crash_fix") or "read the server log"))]
+        return [PointDiagnosis(pid, kind, evidence, str(row.get("crash_fix") or "read the server log"))]
     assert context is not None, "a measured row needs its workload context"
     batch = _batch_and_queue(pid, row, context, limits, t)
     low_unexplained = (
@@ -127,10 +127,10 @@ def diagnose_point(
     profiled = _profiled(pid, row, low_unexplained)
     low_unexplained = low_unexplained and not any(f.bottleneck is Bottleneck.HOST_BOUND for f in profiled)
     findings = [*batch, *profiled, *_memory(pid, row, t, low_unexplained)]
-    return findings or [Finding(pid, Bottleneck.HEALTHY, "no rule fired", "")]
+    return findings or [PointDiagnosis(pid, Bottleneck.HEALTHY, "no rule fired", "")]
 
 
-def _profiled(pid: str, row: Mapping[str, Any], low_throughput: bool) -> list[Finding]:
+def _profiled(pid: str, row: Mapping[str, Any], low_throughput: bool) -> list[PointDiagnosis]:
     """Findings from the point's profile verdicts (none when the point was not profiled)."""
     verdicts = set(str(row.get("profile_verdicts") or "").split(","))
     busy, communication = _num(row, "busy_share"), _num(row, "communication_share")
@@ -140,7 +140,7 @@ def _profiled(pid: str, row: Mapping[str, Any], low_throughput: bool) -> list[Fi
         batch = f" with a running batch of {running:.1f}" if running is not None else ""
         low = "; this is why its throughput is low" if low_throughput else ""
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.HOST_BOUND,
                 f"profile: the device is busy {busy:.0%} of each step{batch}{low}",
@@ -150,7 +150,7 @@ def _profiled(pid: str, row: Mapping[str, Any], low_throughput: bool) -> list[Fi
         )
     if "communication_bound" in verdicts and communication is not None:
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.COMMUNICATION_BOUND,
                 f"profile: communication not hidden by compute is {communication:.0%} of each step",
@@ -162,7 +162,7 @@ def _profiled(pid: str, row: Mapping[str, Any], low_throughput: bool) -> list[Fi
 
 def _batch_and_queue(
     pid: str, row: Mapping[str, Any], ctx: WorkloadContext, limits: Mapping[str, float], t: Thresholds
-) -> list[Finding]:
+) -> list[PointDiagnosis]:
     found = []
     throughput = _num(row, "output_throughput") or 0.0
     running, waiting = _num(row, "running_mean"), _num(row, "waiting_mean") or 0.0
@@ -175,7 +175,7 @@ def _batch_and_queue(
             else "offer more load (higher concurrency / request rate): the server has room for a larger batch"
         )
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.BATCH_TOO_SMALL,
                 f"{throughput:.1f} tok/s vs best {ctx.best_throughput:.1f}; running batch {running:.1f} "
@@ -186,7 +186,7 @@ def _batch_and_queue(
     high_ttft = _high(ttft, limits.get("p99_ttft_ms"), ctx.best_p99_ttft_ms, t.high_latency_factor)
     if high_ttft and waiting >= t.queue_requests:
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.QUEUEING,
                 f"p99 TTFT {ttft:.0f} ms with {waiting:.1f} requests waiting on average",
@@ -195,7 +195,7 @@ def _batch_and_queue(
         )
     elif high_ttft:
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.PREFILL_BOUND,
                 f"p99 TTFT {ttft:.0f} ms with no queue",
@@ -206,7 +206,7 @@ def _batch_and_queue(
     if not high_ttft and _high(e2el, limits.get("p99_e2el_ms"), ctx.best_p99_e2el_ms, t.high_latency_factor):
         tpot = _num(row, "p99_tpot_ms")
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.DECODE_BOUND,
                 f"p99 E2E {e2el:.0f} ms while p99 TTFT {ttft:.0f} ms is fine"
@@ -218,7 +218,7 @@ def _batch_and_queue(
     return found
 
 
-def _memory(pid: str, row: Mapping[str, Any], t: Thresholds, low_throughput: bool) -> list[Finding]:
+def _memory(pid: str, row: Mapping[str, Any], t: Thresholds, low_throughput: bool) -> list[PointDiagnosis]:
     """KV pressure (preemptions) and the block-size trade: fragmentation under pressure, overhead when
     memory is plentiful and throughput is low for no other reason found."""
     found = []
@@ -226,7 +226,7 @@ def _memory(pid: str, row: Mapping[str, Any], t: Thresholds, low_throughput: boo
     kv_max = _num(row, "kv_usage_max")
     if preemptions > 0:
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.KV_PRESSURE,
                 f"{preemptions:.0f} preemptions; peak KV usage "
@@ -242,7 +242,7 @@ def _memory(pid: str, row: Mapping[str, Any], t: Thresholds, low_throughput: boo
     pressure = preemptions > 0 or (kv_max is not None and kv_max >= t.kv_high_usage)
     if pressure and waste >= t.fragmentation_waste:
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.BLOCK_FRAGMENTATION,
                 f"block_size {block_size:.0f} leaves {waste:.0%} of each {tokens:.0f}-token request's "
@@ -252,7 +252,7 @@ def _memory(pid: str, row: Mapping[str, Any], t: Thresholds, low_throughput: boo
         )
     elif low_throughput and block_size < t.overhead_block_size and kv_max is not None and kv_max < t.overhead_kv_usage:
         found.append(
-            Finding(
+            PointDiagnosis(
                 pid,
                 Bottleneck.BLOCK_OVERHEAD,
                 f"block_size {block_size:.0f} with peak KV usage {kv_max:.0%}",

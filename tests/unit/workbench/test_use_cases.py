@@ -19,12 +19,12 @@ from tests.conftest import REPO_ROOT
 
 # (verb module, notebook, api module, use-case function, request type)
 USE_CASES = [
-    ("bisect", "06_feature_enabling.ipynb", "workbench.bisect.api", "run_bisect", "BisectRequest"),
-    ("compare_ops", "04_op_accuracy.ipynb", "workbench.accuracy.api", "run_compare_ops", "CompareOpsRequest"),
-    ("import_", "00_cuda_scan.ipynb", "workbench.deploy.api", "run_import", "ImportRequest"),
+    ("bisect", "06_bisect.ipynb", "workbench.bisect.api", "run_bisect", "BisectRequest"),
+    ("compare_ops", "04_compare_ops.ipynb", "workbench.accuracy.api", "run_compare_ops", "CompareOpsRequest"),
+    ("import_", "00_import.ipynb", "workbench.deploy.api", "run_import", "ImportRequest"),
     ("replay", "12_replay.ipynb", "workbench.replay.api", "run_replay", "ReplayRequest"),
-    ("twin", "11_twin_runs.ipynb", "workbench.twin.api", "run_twin", "TwinRequest"),
-    ("twin", "08_profiling.ipynb", "workbench.twin.api", "run_perf_twin", "PerfTwinRequest"),
+    ("twin", "11_twin.ipynb", "workbench.twin.api", "run_twin", "TwinRequest"),
+    ("twin", "08_profile.ipynb", "workbench.twin.api", "run_perf_twin", "PerfTwinRequest"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""notebooks/02_preflight.ipynb: its parameters are the context's inputs and they take effect."""
+"""notebooks/02_check.ipynb: its parameters are the context's inputs and they take effect."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.conftest import REPO_ROOT
 from tests.unit.workbench.check.fakes import build_ascend_tree
 from workbench.check.context import CheckContext
 
-NOTEBOOK = REPO_ROOT / "notebooks" / "02_preflight.ipynb"
+NOTEBOOK = REPO_ROOT / "notebooks" / "02_check.ipynb"
 
 
 def test_parameters_map_onto_check_context():

@@ -22,7 +22,7 @@ def test_the_lint_verb_and_notebook_02_call_run_lint():
     verb = ast.parse((REPO_ROOT / "workbench" / "verbs" / "lint.py").read_text())
     assert {"LintRequest", "run_lint"} <= _calls(verb)
     assert not {"lint_source", "lint_upgrade", "write_fix", "lint_checkpoint"} & _calls(verb)
-    cells = json.loads((REPO_ROOT / "notebooks" / "02_preflight.ipynb").read_text())["cells"]
+    cells = json.loads((REPO_ROOT / "notebooks" / "02_check.ipynb").read_text())["cells"]
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert {"LintRequest", "run_lint"} <= _calls(ast.parse(code))
 

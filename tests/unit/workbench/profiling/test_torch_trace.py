@@ -179,7 +179,7 @@ def test_torch_compile_inside_the_window_is_host_time_with_its_own_verdict(tmp_p
     """A compile of a new shape inside the forward (vLLM's worker called torch.compile mid-window):
     its time leaves Computing, shows as a host phase, and the COMPILATION verdict names it."""
     from workbench.profiling.torch_trace import COMPILING
-    from workbench.profiling.verdicts import FindingKind, judge
+    from workbench.profiling.verdicts import ProfileFindingKind, judge
 
     compile_events = [
         _x("entire_frame_compile", 520, 680, "user_annotation"),
@@ -191,7 +191,7 @@ def test_torch_compile_inside_the_window_is_host_time_with_its_own_verdict(tmp_p
     assert {h.phase: h.total_us for h in profile.host}[COMPILING] == 160
     kinds = {o.name: o.kind for o in profile.ops}
     assert kinds["compile_file (dynamo_timed)"] == "torch.compile (compiling)"
-    compilation = [v for v in judge(profile) if v.kind is FindingKind.COMPILATION]
+    compilation = [v for v in judge(profile) if v.kind is ProfileFindingKind.COMPILATION]
     assert compilation and "compiled for 0.2 ms inside the window" in compilation[0].evidence
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from workbench.errors import WorkbenchError
 from workbench.profiling.profile import CPU_MAPPING, HostPhase, Profile, ProfileFormat, StepShare
-from workbench.profiling.verdicts import FindingKind, judge, load_thresholds
+from workbench.profiling.verdicts import ProfileFindingKind, judge, load_thresholds
 
 
 def _profile(per_rank: dict[str, tuple[float, float, float]], steps: int = 4, host=(), phases=None) -> Profile:
@@ -19,7 +19,7 @@ def _profile(per_rank: dict[str, tuple[float, float, float]], steps: int = 4, ho
     return Profile("constructed", ProfileFormat.TORCH_TRACE, "cpu", CPU_MAPPING, tuple(shares), (), tuple(host))
 
 
-def kinds(profile: Profile) -> set[FindingKind]:
+def kinds(profile: Profile) -> set[ProfileFindingKind]:
     return {v.kind for v in judge(profile)}
 
 
@@ -35,17 +35,17 @@ def test_host_bound_below_half_busy_names_the_dominant_host_phase():
         HostPhase("0", "gpu_model_runner: forward", 9e9, 4),
     ]
     (verdict,) = [v for v in judge(_profile({"0": (490.0, 0.0, 510.0)}, host=host))]
-    assert verdict.kind is FindingKind.HOST_BOUND
+    assert verdict.kind is ProfileFindingKind.HOST_BOUND
     assert "between steps" in verdict.evidence and "49%" in verdict.evidence
     assert "max_num_seqs" in verdict.fix
-    assert kinds(_profile({"0": (510.0, 0.0, 490.0)})) == {FindingKind.BALANCED}
+    assert kinds(_profile({"0": (510.0, 0.0, 490.0)})) == {ProfileFindingKind.BALANCED}
 
 
 def test_communication_over_a_fifth_says_lower_the_tp_degree():
     heavy = judge(_profile({"0": (600.0, 210.0, 190.0), "1": (600.0, 210.0, 190.0)}))
-    (verdict,) = [v for v in heavy if v.kind is FindingKind.COMMUNICATION_BOUND]
+    (verdict,) = [v for v in heavy if v.kind is ProfileFindingKind.COMMUNICATION_BOUND]
     assert verdict.rank == "0,1" and "tensor_parallel_size" in verdict.fix
-    assert FindingKind.COMMUNICATION_BOUND not in kinds(
+    assert ProfileFindingKind.COMMUNICATION_BOUND not in kinds(
         _profile({"0": (610.0, 190.0, 200.0), "1": (610.0, 190.0, 200.0)})
     )
 
@@ -53,11 +53,11 @@ def test_communication_over_a_fifth_says_lower_the_tp_degree():
 def test_slow_rank_at_msprof_analyzes_five_percent_spread():
     # mean step 1000 µs: computing differs by 60 µs (6%) -> slow; by 40 µs (4%) -> not
     slow = judge(_profile({"0": (700.0, 100.0, 200.0), "1": (760.0, 40.0, 200.0)}))
-    computing = [v for v in slow if v.kind is FindingKind.SLOW_RANK and v.evidence.startswith("Computing")]
+    computing = [v for v in slow if v.kind is ProfileFindingKind.SLOW_RANK and v.evidence.startswith("Computing")]
     assert computing and computing[0].rank == "1"
     communication = [v for v in slow if v.evidence.startswith("Communication")]
     assert communication and communication[0].rank == "1"  # the others wait for it: least time waiting
-    assert FindingKind.SLOW_RANK not in kinds(_profile({"0": (700.0, 100.0, 200.0), "1": (740.0, 60.0, 200.0)}))
+    assert ProfileFindingKind.SLOW_RANK not in kinds(_profile({"0": (700.0, 100.0, 200.0), "1": (740.0, 60.0, 200.0)}))
 
 
 def test_prefill_decode_bubbles():
@@ -65,22 +65,24 @@ def test_prefill_decode_bubbles():
     frees = [100.0, 100.0, 900.0, 100.0, 100.0, 100.0]  # the step before the switch idles 9x the usual
     steps = [StepShare("0", i, 0.0, 900.0, 0.0, 0.0, f, p) for i, (p, f) in enumerate(zip(phases, frees))]
     profile = Profile("c", ProfileFormat.TORCH_TRACE, "cpu", CPU_MAPPING, tuple(steps))
-    (bubble,) = [v for v in judge(profile) if v.kind is FindingKind.BUBBLES]
+    (bubble,) = [v for v in judge(profile) if v.kind is ProfileFindingKind.BUBBLES]
     assert "1 of 2 prefill/decode switches" in bubble.evidence and "chunked prefill" in bubble.fix
     calm = [StepShare("0", i, 0.0, 900.0, 0.0, 0.0, 100.0, p) for i, p in enumerate(phases)]
-    assert FindingKind.BUBBLES not in kinds(Profile("c", ProfileFormat.TORCH_TRACE, "cpu", CPU_MAPPING, tuple(calm)))
+    assert ProfileFindingKind.BUBBLES not in kinds(
+        Profile("c", ProfileFormat.TORCH_TRACE, "cpu", CPU_MAPPING, tuple(calm))
+    )
 
 
 def test_thin_samples_and_empty_profiles():
-    assert FindingKind.THIN_SAMPLE in kinds(_profile({"0": (900.0, 0.0, 100.0)}, steps=2))
+    assert ProfileFindingKind.THIN_SAMPLE in kinds(_profile({"0": (900.0, 0.0, 100.0)}, steps=2))
     (empty,) = judge(Profile("c", ProfileFormat.MSPROF, "npu", "", (), notes=("no op_summary",)))
-    assert empty.kind is FindingKind.NO_SHARES and "no op_summary" in empty.evidence
+    assert empty.kind is ProfileFindingKind.NO_SHARES and "no op_summary" in empty.evidence
 
 
 def test_thresholds_are_data(tmp_path):
     path = tmp_path / "strict.yaml"
     path.write_text("host_bound_busy_share: 0.95\n")
-    assert FindingKind.HOST_BOUND in {
+    assert ProfileFindingKind.HOST_BOUND in {
         v.kind for v in judge(_profile({"0": (900.0, 0.0, 100.0)}), load_thresholds(path))
     }
     path.write_text("host_bound_busy_shares: 0.95\n")

@@ -93,7 +93,7 @@ def same(request_a, request_b) -> None:
 
 
 def test_notebook_11_and_the_verb_make_the_same_token_twin_request(monkeypatch):
-    from_notebook = notebook_request(monkeypatch, "11_twin_runs.ipynb", "run_twin")
+    from_notebook = notebook_request(monkeypatch, "11_twin.ipynb", "run_twin")
     argv = "twin --recipe cpu-tiny --set B:engine.tensor_parallel_size=2 --batch 8 8 --num-prompts 8 --max-tokens 16"
     from_verb = verb_request(monkeypatch, "run_twin", [*argv.split(), "--locate-prompt", "0", "--locate-steps", "2"])
     assert isinstance(from_notebook, api.TwinRequest)
@@ -101,7 +101,7 @@ def test_notebook_11_and_the_verb_make_the_same_token_twin_request(monkeypatch):
 
 
 def test_notebook_08_and_the_verb_make_the_same_performance_twin_request(monkeypatch):
-    from_notebook = notebook_request(monkeypatch, "08_profiling.ipynb", "run_perf_twin", "## Why is B slower than A")
+    from_notebook = notebook_request(monkeypatch, "08_profile.ipynb", "run_perf_twin", "## Why is B slower than A")
     argv = "twin --perf --recipe cpu-tiny --set B:engine.tensor_parallel_size=2 --input-len 64 256 --num-prompts 16"
     from_verb = verb_request(monkeypatch, "run_perf_twin", [*argv.split(), "--repeats", "2", "--warmup", "0"])
     assert isinstance(from_notebook, api.PerfTwinRequest)
