@@ -26,7 +26,7 @@ from workbench.cluster.collect import collect_here
 from workbench.errors import WorkbenchError
 from workbench.recipes import load_serving_recipe
 from workbench.serving.server import Server, launch
-from workbench.twin.api import Side, TwinSettings, run_twin
+from workbench.twin.api import Side, TwinRequest, TwinSettings, run_twin
 
 pytestmark = pytest.mark.integration
 
@@ -68,16 +68,17 @@ def node_logs(log_dir: Path, recipe: str) -> dict[str, Path]:
 def twin_against_one_server(recipe: str, server_env, tmp_path) -> None:
     a = Side("A", recipe=load_serving_recipe(recipe))
     b = Side("B", recipe=load_serving_recipe("cpu-tiny"))
-    result = run_twin(
+    request = TwinRequest(
         a,
         b,
         "text",
         out=tmp_path / recipe,
         num_prompts=PROMPTS,
         settings=TwinSettings(max_tokens=TOKENS, noise_repeats=0),
-        extra_env=server_env,
-        progress=False,
+        locate=False,
+        extra_env=tuple(server_env.items()),
     )
+    result = run_twin(request, progress=False)
     assert result.pair.prompts == PROMPTS
     assert result.pair.identical == PROMPTS, result.text()  # token-equal, prompt by prompt
 

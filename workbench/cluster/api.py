@@ -175,7 +175,8 @@ def plan_table(plans: Sequence[Plan]) -> pd.DataFrame:
 class PlanRequest:
     model: str  # an embedded model, a model directory or its config.json
     chips: str  # NODESxCHIPSxKIND, CHIPSxKIND or 1xcpu
-    layout: str = "tp=1"
+    layout: str | Mapping[str, int] = "tp=1"  # "tp=8,dp=2", or {"tp": 8, "dp": 2} (a notebook parameter
+    # cannot hold '=': papermill drops such a line)
     pd: bool = False  # a prefill/decode instance: the KV connector's memory counts
     connector: str | None = None  # default with --pd: MooncakeConnector on NPUs, ExampleConnector on the CPU
     max_model_len: int | None = None
@@ -192,6 +193,8 @@ class PlanRequest:
     out: Path | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.layout, Mapping):
+            object.__setattr__(self, "layout", ",".join(f"{k}={v}" for k, v in self.layout.items()))
         if not 0 < self.gpu_memory_utilization <= 1:
             raise WorkbenchError(f"--gpu-memory-utilization {self.gpu_memory_utilization}: a fraction in (0, 1]")
         if self.weight_bits is not None and self.weight_bits not in (4, 8, 16):

@@ -77,6 +77,11 @@ class Split:
     buckets: tuple[BucketDelta, ...]
     cause: Bucket | None
 
+    def total_row(self) -> dict[str, object]:
+        """What the buckets add up to: the client's figure on each side (ms) and B's difference with its interval."""
+        t = self.total
+        return {"a_ms": t.a_mean, "b_ms": t.b_mean, "delta_ms": t.delta, "low_ms": t.low, "high_ms": t.high}
+
     def rows(self) -> list[dict[str, object]]:
         return [
             {
@@ -148,10 +153,13 @@ def _outside(record: WindowRecord, metric: str, policy: PerfThresholds) -> float
 
 
 def split(metric: str, a: Sequence[WindowRecord], b: Sequence[WindowRecord], policy: PerfThresholds) -> Split:
-    """The metric's difference over every request and its buckets (the engine's, then the outside)."""
+    """The metric's difference over every request and its buckets (the engine's, then the outside).
+
+    The total is the client's number the buckets explain (`_client`: for TPOT the typical step), so the buckets
+    add up to it; a mean over every token would also count the steps left out as outliers on one side only."""
     total = difference(
-        _series(a, lambda r: class_means(r, "*", metric)),
-        _series(b, lambda r: class_means(r, "*", metric)),
+        _series(a, lambda r: _client(r, metric, policy)),
+        _series(b, lambda r: _client(r, metric, policy)),
         policy.confidence,
     )
     read = _step if metric == "TPOT" else _engine

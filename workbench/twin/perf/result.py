@@ -155,6 +155,7 @@ class PerfTwinResult:
             "headline": self.headline(),
             "classes": [c.row() for c in self.attribution.classes],
             "buckets": self.buckets_table().to_dict("records"),
+            "totals": {split.metric: split.total_row() for split in (self.attribution.tpot, self.attribution.ttft)},
             "causes": {"TPOT": _value(self.attribution.tpot.cause), "TTFT": _value(self.attribution.ttft.cause)},
             "kernels": [k.row() for k in self.kernels if k.status != "unchanged"],
             "modules": [m.row() for m in self.modules],

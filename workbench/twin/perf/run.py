@@ -32,7 +32,7 @@ from workbench.profiling.detect import is_trace_file
 from workbench.profiling.idle_causes import CauseTotal, classify_gaps, cuda_links, profile_causes, totals
 from workbench.profiling.profile import Profile
 from workbench.profiling.read import read_profile
-from workbench.profiling.verdicts import FindingKind, judge
+from workbench.profiling.verdicts import ProfileFindingKind, judge
 from workbench.recipes import DeviceKind
 from workbench.results.files import write_json
 from workbench.results.jsonl import JsonlLog
@@ -196,7 +196,7 @@ def _slow_rank(profile: Profile | None) -> str | None:
     if profile is None or len(profile.ranks) < 2:
         return None
     for finding in judge(profile):
-        if finding.kind is FindingKind.SLOW_RANK:
+        if finding.kind is ProfileFindingKind.SLOW_RANK:
             label = finding.evidence.split(" per step", 1)[0]
             return f"rank {finding.rank}: {SLOW_RANK_CAUSES.get(label, label)} ({finding.evidence})"
     return None
