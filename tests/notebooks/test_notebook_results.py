@@ -99,8 +99,8 @@ def test_preflight_notebook_lints_the_example_command_at_its_release_and_after_t
 
 
 def test_twin_notebook_compares_tp2_with_tp1_on_every_layer_through_the_gathered_dump(notebook_run):
-    """Notebook 11's defaults: cpu-tiny at TP=1 against TP=2, a table and a verdict, and prompt 0 dumped on
-    both sides; the TP=2 side's rank dumps gathered compare with the TP=1 dump on every module of every layer."""
+    """Notebook 11 as the notebooks tier runs it (its defaults, and locate_prompt = 0, see `notebook_run`):
+    cpu-tiny at TP=1 against TP=2, a table and a verdict, and prompt 0 dumped on both sides; the TP=2 side's rank dumps gathered compare with the TP=1 dump on every module of every layer."""
     twin = notebook_outputs(notebook_run, "11_twin.ipynb", "twin/*/twin.json")[-1]
     result = json.loads(twin.read_text())
     assert [s["recipe"]["engine"]["tensor_parallel_size"] for s in result["sides"]] == [1, 2]
