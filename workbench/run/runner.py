@@ -120,10 +120,8 @@ class _Execution:
 
 def schedule(notebooks: Sequence[Path], runs_root: Path) -> list[Path]:
     """Longest first by the newest earlier run under `runs_root` that timed them (unknown ones first, in name
-    order, as the most likely to be long); without an earlier run, by the seconds each notebook's metadata
-    records (`workbench.expected_s`, measured on a fresh clone), so a fresh clone's first run is scheduled
-    too (in name order it was 24 s longer, its long notebooks 08, 10 and 11 coming last); else name order."""
-    seconds = _previous_seconds(runs_root) or _expected_seconds(notebooks)
+    order, as the most likely to be long); name order when no earlier run is there."""
+    seconds = _previous_seconds(runs_root)
     if not seconds:
         return list(notebooks)
     return sorted(notebooks, key=lambda p: (p.name in seconds, -seconds.get(p.name, 0.0), p.name))
@@ -141,20 +139,6 @@ def _previous_seconds(runs_root: Path) -> dict[str, float]:
         if timed:
             return timed
     return {}
-
-
-def _expected_seconds(notebooks: Sequence[Path]) -> dict[str, float]:
-    import json
-
-    found = {}
-    for path in notebooks:
-        try:
-            found[path.name] = float(
-                json.loads(path.read_text(encoding="utf-8"))["metadata"]["workbench"]["expected_s"]
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # not recorded: scheduled among the unknown ones
-    return found
 
 
 class _Lanes:

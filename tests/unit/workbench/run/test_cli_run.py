@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import FIXTURES, REPO_ROOT
+from tests.conftest import FIXTURES
 from workbench.cli import main
 
 
@@ -140,18 +140,6 @@ def test_the_schedule_puts_the_longest_first_by_the_last_run(tmp_path):
     (earlier / "summary.json").write_text(json.dumps({"notebooks": rows}))
     (tmp_path / "runs" / "20261202T000000Z").mkdir()  # a newer run killed before its summary: skipped
     assert [p.name for p in schedule(paths, tmp_path / "runs")] == ["3_n.ipynb", "1_n.ipynb", "2_n.ipynb", "0_n.ipynb"]
-
-
-def test_a_fresh_clone_is_scheduled_by_the_seconds_its_notebooks_record(tmp_path):
-    from workbench.run.runner import schedule
-
-    paths = [tmp_path / f"{i}_n.ipynb" for i in range(3)]
-    for path, seconds in zip(paths, (3, 120, None), strict=True):
-        metadata = {"workbench": {"expected_s": seconds}} if seconds else {}
-        path.write_text(json.dumps({"cells": [], "metadata": metadata}))
-    assert [p.name for p in schedule(paths, tmp_path / "runs")] == ["2_n.ipynb", "1_n.ipynb", "0_n.ipynb"]
-    shipped = sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
-    assert schedule(shipped, tmp_path / "runs")[0].name == "08_profile.ipynb"  # the longest, recorded
 
 
 def test_jobs_must_be_positive(tmp_path, capsys):
