@@ -212,6 +212,7 @@ PLANTED = {
 
 
 @pytest.mark.long
+@pytest.mark.timeout(3600)  # capture and five replays of 200+ SmolLM2 requests: about half an hour on 2 cores
 def test_two_hundred_smollm2_requests_replay_alike_on_themselves_and_name_each_planted_difference(server_env):
     plan = api.ExperimentPlan(
         reference=load_serving_recipe("cpu-smollm2-tools"),
