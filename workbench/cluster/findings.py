@@ -1,6 +1,6 @@
 """What one cluster rule found, and the grouping of nodes the rules compare over.
 
-A finding names the node (or nodes), the setting, what is wrong, the fix and the source the rule rests on
+A finding names the node (or nodes), the setting, what is wrong, the fix and the citation the rule rests on (a vllm-ascend file@tag or issue)
 (`policy/cluster/rules.yaml`), so a user can act on it without reading the rule. The checks themselves live
 in `checks_stack`, `checks_serving` and `checks_network`; `workbench.cluster.check` runs them.
 """
