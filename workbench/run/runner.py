@@ -184,6 +184,7 @@ class _Lanes:
             # Kernels inherit this environment: widgets render their default view statically, and every server
             # start is recorded with the notebook that asked for it.
             env = dict(os.environ) | {HEADLESS_ENV: "1", STARTS_ENV: str(self.starts), STARTED_BY_ENV: path.name}
+            env |= lane_threads(self.jobs, env)
             manager = _ipc_kernel_manager(sockets, env)
             outcome = _execute_one(path, self.run_dir, execution, manager)
             outcome = _with_timings(outcome, self.run_dir, self.starts)
@@ -195,6 +196,24 @@ class _Lanes:
 
     def _report(self) -> RunReport:
         return RunReport(self.run_dir, tuple(self.outcomes[name] for name in sorted(self.outcomes)))
+
+
+def lane_threads(jobs: int, env: dict[str, str]) -> dict[str, str]:
+    """The thread cap for one lane's kernel: its share of this process's cores, unless OMP_NUM_THREADS is set.
+
+    Why: torch sizes its thread pool to every core, so with two lanes on two cores each kernel's two threads
+    wait on each other while the other lane's work holds a core. Measured here (7 Dec): the quantization
+    autopilot took 198 s beside a two-thread load at two threads and 94 s at one (45 s alone at two).
+    Servers a kernel starts drop the cap (`workbench.serving.launch_plan.server_environ`).
+    """
+    import os
+
+    from workbench.serving.launch_plan import LANE_THREADS_VAR
+
+    if jobs < 2 or "OMP_NUM_THREADS" in env:
+        return {}
+    threads = str(max(1, len(os.sched_getaffinity(0)) // jobs))
+    return {"OMP_NUM_THREADS": threads, LANE_THREADS_VAR: threads}
 
 
 def _with_timings(outcome: NotebookOutcome, run_dir: Path, starts: Path) -> NotebookOutcome:

@@ -19,7 +19,6 @@ pool the cluster is pooled as one configuration (its record lists every node's g
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ from workbench.serving.launch_plan import (
     free_port,
     idle_budget,
     plan_launch,
+    server_environ,
 )
 from workbench.serving.pool import EnginePool, PoolRecord, active_pool
 from workbench.serving.processes import stop_process_group
@@ -180,7 +180,7 @@ def plan_cluster(
 
 
 def _engines(cluster: ClusterPlan) -> list[tuple[str, tuple[str, ...], dict[str, str]]]:
-    return [(n.name, n.plan.argv, {**os.environ, **dict(n.plan.env)}) for n in cluster.engines]
+    return [(n.name, n.plan.argv, server_environ(n.plan.env)) for n in cluster.engines]
 
 
 def check_plan(cluster: ClusterPlan):
@@ -223,7 +223,7 @@ def _spawn(plan: LaunchPlan, marks: Mapping[str, str]) -> subprocess.Popen:
         log.flush()
         return subprocess.Popen(
             plan.argv,
-            env={**os.environ, **dict(plan.env), **marks},
+            env={**server_environ(plan.env), **marks},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -34,6 +34,10 @@ HOST = "127.0.0.1"
 # (not checked here); a recipe's `env` setting the variable wins over this default.
 IN_PROCESS_WORKER_VAR = "VLLM_ENABLE_V1_MULTIPROCESSING"
 CPU_IDLE_SERVERS = 2  # see idle_budget
+# Set (to the cap it chose) by the main job's notebook lanes beside the OMP_NUM_THREADS they give each kernel
+# (workbench.run.runner): a server started from inside a lane drops both, and sizes its threads from its recipe
+# as it would anywhere else (`server_environ`).
+LANE_THREADS_VAR = "ASCEND_WORKBENCH_LANE_THREADS"
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,14 @@ class LaunchPlan:
         """A shell line a user can paste to start the same server by hand."""
         env = " ".join(f"{k}={v!r}" if " " in v else f"{k}={v}" for k, v in self.env)
         return f"{env} {' '.join(self.argv)}".strip()
+
+
+def server_environ(env: Mapping[str, str] | tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The environment a server process starts with: this process's, less a notebook lane's thread cap, plus `env`."""
+    inherited = dict(os.environ)
+    if inherited.pop(LANE_THREADS_VAR, None) is not None:
+        inherited.pop("OMP_NUM_THREADS", None)
+    return {**inherited, **dict(env)}
 
 
 def free_port(host: str = HOST) -> int:

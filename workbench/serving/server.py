@@ -32,7 +32,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import os
 import subprocess
 import time
 from collections.abc import Mapping
@@ -56,6 +55,7 @@ from workbench.serving.launch_plan import (  # the planning half, re-exported: c
     launch_env,
     plan_launch,
     resolve_model,
+    server_environ,
 )
 from workbench.serving.pool import EnginePool, PoolRecord, active_pool
 from workbench.serving.processes import alive, live_processes, stop_process_group
@@ -244,7 +244,7 @@ def start(plan: LaunchPlan, *, progress: bool = True, pool: EnginePool | None = 
             log.flush()
             process = subprocess.Popen(
                 plan.argv,
-                env={**os.environ, **dict(plan.env), **marks},
+                env={**server_environ(plan.env), **marks},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

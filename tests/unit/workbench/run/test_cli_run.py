@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -109,15 +110,21 @@ def test_the_report_shows_each_notebooks_servers_and_slowest_cells(tmp_path, mon
 
 def test_two_lanes_run_notebooks_side_by_side_each_with_its_own_name(tmp_path, monkeypatch):
     """With --jobs 2 two kernels run at once (their papermill windows overlap), each starting with its own
-    notebook's name in ASCEND_WORKBENCH_STARTED_BY (set per kernel, never raced through os.environ)."""
+    notebook's name in ASCEND_WORKBENCH_STARTED_BY (set per kernel, never raced through os.environ) and torch
+    sized to half the cores."""
     import nbformat
 
     monkeypatch.delenv("ASCEND_WORKBENCH_SERVER_STARTS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the lanes pick each kernel's share of the cores
     notebooks = tmp_path / "nbs"
     notebooks.mkdir()
     wait = "import pathlib, time\nme = pathlib.Path('{}')\nme.touch()\nt = time.time()\nwhile not pathlib.Path('{}').exists() and time.time() - t < 60: time.sleep(0.1)\nassert pathlib.Path('{}').exists()"
     a, b = tmp_path / "a.flag", tmp_path / "b.flag"
-    check = "import os\nassert os.environ['ASCEND_WORKBENCH_STARTED_BY'] == '{}'"
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    check = (
+        "import os, torch\nassert os.environ['ASCEND_WORKBENCH_STARTED_BY'] == '{}'\n"
+        f"assert torch.get_num_threads() == {share}, torch.get_num_threads()"
+    )
     _notebook(notebooks / "0_a.ipynb", check.format("0_a.ipynb"), wait.format(a, b, b))
     _notebook(notebooks / "1_b.ipynb", check.format("1_b.ipynb"), wait.format(b, a, a))
     assert main(["run", "--notebooks", str(notebooks), "--out", str(tmp_path / "runs"), "--jobs", "2"]) == 0
