@@ -228,6 +228,9 @@ def _summary(lines: list[str]) -> Iterator[tuple[str, str]]:
             value = _value_for(key, rest) if key else None
             if key and value:
                 yield key, value
+        named = _NAMED_CHIP.search(text)
+        if named:
+            yield "chip", _chip(named.group(0)) or named.group(1)
         driver_file = re.search(r"driver_(" + VERSION + r")_linux", text)
         if driver_file:
             yield "driver", driver_file.group(1)
@@ -240,6 +243,13 @@ _PAIR = re.compile(
     r"(?P<name>[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff-]*(?: [A-Za-z]+)?)\s*(?:[:：=]+|==|\s)\s*\[?(?P<value>v?\d[^\s,，;；)\]|\u4e00-\u9fff]*(?: rc\d+)?)"
 )
 
+
+# 'on Ascend 910B3 with ...', '在昇腾910B3上': prose that names the chip after the word Ascend (or 昇腾, its
+# Chinese name); the word is what makes a number in running text a chip, so a bare '910' is not read here.
+# Chinese letters count as word characters, so the edges are looked at explicitly instead of with \b.
+_NAMED_CHIP = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:ascend|昇腾|升腾)[\s_-]?((?:910|310|950)[0-9A-Za-z]*(?:-\d)?)(?![A-Za-z0-9])"
+)
 
 _JOINER = r"\s*(?:&|和|\band\b)\s*"
 _SHARED = re.compile(

@@ -21,6 +21,10 @@ from workbench.stack.paste import read_paste
         ("pip install torch_npu-2.5.1.post1-cp310-cp310-manylinux.whl", {"torch_npu": "2.5.1.post1"}),
         # vllm-ascend#3479: the card named alone on its line
         ("310p \nquay.io/ascend/vllm-ascend:v0.11.0rc0-310p-openeuler", {"chip": "310p", "vllm_ascend": "0.11.0rc0"}),
+        # LlamaFactory#6261: the chip named in Chinese prose after 昇腾 (Ascend), run into the words around it
+        ("在昇腾910B3，cann 8.0.0.alpha002", {"chip": "910B3", "cann_toolkit": "8.0.0.alpha002"}),
+        # vllm-ascend#12086: 'Ascend 310P' in a sentence names the card
+        ("我们在 **Ascend 310P** 上复现了同样的问题", {"chip": "310P"}),
     ],
 )
 def test_free_text_states_its_versions(paste, expected):
@@ -35,3 +39,8 @@ def test_a_conda_environment_named_after_python_states_no_python_version():
 
 def test_a_value_stops_where_chinese_text_starts():
     assert read_paste("torch 2.5.1版本和torch_npu 2.5.1").versions == {"torch": "2.5.1", "torch_npu": "2.5.1"}
+
+
+def test_a_bare_chip_number_in_prose_is_not_read_without_the_word_ascend():
+    """Only the word Ascend (or 昇腾) makes a number in running text a chip: '910 tokens' is not one."""
+    assert "chip" not in read_paste("the prompt had 910 tokens and 310 words").versions

@@ -41,3 +41,24 @@ def test_an_engine_that_died_without_its_cause_in_the_log_stays_unknown():
     log = "(APIServer pid=3478) ERROR 10-16 16:27:53 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.\n"
     report = triage_text(log, source="test")
     assert report.first is None or report.first.diagnosis.kind is FailureKind.UNKNOWN
+
+
+# vllm-project/vllm-ascend#9677 (third round): BiSheng crashed compiling a Triton-Ascend kernel on a 950PR
+TRITON_KERNEL = """\
+[test_rope] FAILED: MLIRCompilationError:
+///------------------[ERROR][Triton][BEG]------------------
+[ConvertLinalgRToBinary] encounters error:
+bisheng: error: clang frontend command failed with exit code 139 (use -v to see invocation)
+"""
+
+
+def test_a_triton_kernel_the_bisheng_compiler_fails_on_is_a_compiler_failure():
+    diagnosis = _first(TRITON_KERNEL)
+    assert diagnosis.kind is FailureKind.COMPILER_POOL
+    assert "triton-ascend" in diagnosis.fix
+
+
+def test_a_compiler_without_a_target_for_the_chip_still_says_the_chip_is_not_supported():
+    """The chip line outranks the generic compile failure (chip_not_supported above triton_kernel_compile)."""
+    log = "triton.compiler.errors.MLIRCompilationError: \nbishengir-compile: for the --target option: Cannot find option named 'Ascend310P1'!\n"
+    assert _first(log).kind is FailureKind.CANN_INIT
