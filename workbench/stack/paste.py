@@ -247,8 +247,10 @@ _PAIR = re.compile(
 # 'on Ascend 910B3 with ...', '在昇腾910B3上': prose that names the chip after the word Ascend (or 昇腾, its
 # Chinese name); the word is what makes a number in running text a chip, so a bare '910' is not read here.
 # Chinese letters count as word characters, so the edges are looked at explicitly instead of with \b.
+# Chinese runs a few words in between without spaces ('昇腾环境910B4', Ascend environment 910B4, #6018).
 _NAMED_CHIP = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?:ascend|昇腾|升腾)[\s_-]?((?:910|310|950)[0-9A-Za-z]*(?:-\d)?)(?![A-Za-z0-9])"
+    r"(?i)(?<![A-Za-z0-9])(?:ascend|昇腾|升腾)(?:[\s_-]?|[\u4e00-\u9fff]{1,4})"
+    r"((?:910|310|950)[0-9A-Za-z]*(?:-\d)?)(?![A-Za-z0-9])"
 )
 
 _JOINER = r"\s*(?:&|和|\band\b)\s*"
@@ -271,6 +273,13 @@ def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
             yield name, shared.group(2)
     for match in _PAIR.finditer(text):
         yield _known_tail(match.group("name")), match.group("value")
+    # the version before the name: '安装了2.7.1版本的torch_npu' (version 2.7.1 of torch_npu, Ascend/pytorch#99)
+    for match in _VERSION_OF.finditer(text):
+        yield match.group("name"), match.group("value")
+    # a label that goes on after 'version': 'vLLM version shown in logs: 0.18.0' (vllm-ascend#8370)
+    label = _LONG_LABEL.match(text)
+    if label:
+        yield label.group("name"), label.group("value")
     # 'NPU: 910B4', '硬件：910B3', 'Hardware | Ascend 910B3 ×8': a chip is a name, not a version
     chip = re.match(
         r"^(?:[-*]\s+)?(?P<name>[A-Za-z\u4e00-\u9fff][A-Za-z \u4e00-\u9fff]*?)\s*[:：]\s*(?P<value>.*(?:910|310|950).*)$",
@@ -278,6 +287,12 @@ def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
     )
     if chip:
         yield chip.group("name"), chip.group("value")
+
+
+_VERSION_OF = re.compile(
+    r"(?i)(?<![A-Za-z0-9.])(?P<value>" + VERSION + r")\s*版本的?\s*(?P<name>[A-Za-z][A-Za-z0-9_-]*)"
+)
+_LONG_LABEL = re.compile(r"^(?P<name>[A-Za-z][\w-]*)\s+(?:version|版本)\b[^:：]*[:：]\s*(?P<value>v?\d\S*)", re.I)
 
 
 def _known_tail(name: str) -> str:

@@ -4,7 +4,8 @@ Four kinds, as the logs print them (examples from public issue posts, tests/fixt
 
     acl        six-digit AscendCL / runtime / aclnn codes, only where the text says it is one:
                'error code is 507015', 'error code:507035', 'runtime result = 507033', 'ret[107001]',
-               'ErrCode=107030', 'rtKernelLaunchWithHandleV2 failed: 507035', 'error no is 561103'
+               'ErrCode=107030', 'rtKernelLaunchWithHandleV2 failed: 507035', 'error no is 561103',
+               '报错码507011' (Chinese prose: 'error code')
     message    CANN message codes, E + module character + four digits: EZ9999, EE1001, EI0002, EL0009
     torch_npu  ERR + module + type: ERR00100 (PTA, ACL call), ERR02200 (DIST, HCCL call)
     hccl       an HcclResult printed by a failed HCCL call: 'HCCL function error: ..., error code is 1'
@@ -53,7 +54,11 @@ class ErrorCode:
         return TORCH_NPU_CODE_PRIORITY
 
 
-_ACL_CONTEXT = r"(?:error code(?: is|:| =)?|runtime result =|ErrCode=|ret\[|error no is|(?:failed|fail)[:,]|result =)"
+# Chinese prose names a code the same way: '报错码507011', '错误码：507035', '返回码为 107001' (vllm-ascend#6018).
+_ACL_CONTEXT = (
+    r"(?:error code(?: is|:| =)?|runtime result =|ErrCode=|ret\[|error no is|(?:failed|fail)[:,]|result ="
+    r"|(?:报错码|错误码|返回码)(?:为|是)?[:：]?)"
+)
 _CODES = re.compile(
     rf"{_ACL_CONTEXT}\s*(?P<acl>[1-5]\d{{5}})(?!\d)"
     r"|\b(?P<torch_npu>ERR\d{5})\b"

@@ -25,6 +25,15 @@ from workbench.stack.paste import read_paste
         ("在昇腾910B3，cann 8.0.0.alpha002", {"chip": "910B3", "cann_toolkit": "8.0.0.alpha002"}),
         # vllm-ascend#12086: 'Ascend 310P' in a sentence names the card
         ("我们在 **Ascend 310P** 上复现了同样的问题", {"chip": "310P"}),
+        # vllm-ascend#6018: a few Chinese words between 昇腾 and the chip ('Ascend environment 910B4')
+        ("昇腾环境910B4", {"chip": "910B4"}),
+        # Ascend/pytorch#99: the version before the name, '2.7.1 版本的 torch_npu' (version 2.7.1 of torch_npu)
+        (
+            "按照readme安装了2.7.1版本的torch_npu和CANN 8.3.RC1，在执行时报错",
+            {"torch_npu": "2.7.1", "cann_toolkit": "8.3.RC1"},
+        ),
+        # vllm-ascend#8370: a label that goes on after the word 'version'
+        ("- vLLM version shown in logs: `0.18.0`", {"vllm": "0.18.0"}),
     ],
 )
 def test_free_text_states_its_versions(paste, expected):

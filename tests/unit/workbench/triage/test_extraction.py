@@ -101,12 +101,16 @@ def test_old_vllm_logger_and_uvicorn():
         ("[hccl_socket_manager.cc:54] [2717288][ServerInit]call trace: hcclRet -> 19", [("hccl", "19")]),
         ("[hccl_socket_manager.cc:830] [2734049][Wait][LinksEstablishCompleted] is failed. ret[9].", [("hccl", "9")]),
         ("[api_c.cc:1] aclrtMalloc failed, ret[207001]", [("acl", "207001")]),
+        # vllm-ascend#6018: Chinese prose names the code ('error code' in Chinese)
+        ("并发压测出现报错码507011", [("acl", "507011")]),
+        ("错误码：507035", [("acl", "507035")]),
         # never codes: ids, sizes, hex driver codes, c10's month-day stamp, numbers too long
         ("Task run failed, device_id=5, stream_id=1206, task_id=507015", []),
         ("Failed to open device, retCode=0x7020014, deviceId=0.", []),
         ("[E1212 12:10:10.131512730 compiler_depend.ts:1675]", []),
         ("GEInitialize failed. ge result = 4294967295", []),
         ("error code = 0x10, dump info", []),
+        ("报错信息如下 507011 个请求", []),
     ],
 )
 def test_codes_only_where_the_text_says_they_are_codes(line, codes):
