@@ -12,8 +12,9 @@ is noise the planted costs would drown in; the threads pair is the one that give
 - planted: side pairs that differ by one planted cost each — a host-side sleep before every engine step
   (ASCEND_BACKEND_PLANTED=step_sleep:ms=5, bucket "host idle"), one slowed op in the registry
   (ASCEND_BACKEND_FAULT=silu_and_mul:delay:ms=2, bucket "kernel", op silu_and_mul), fewer threads for the
-  engine (one core against both, bucket "kernel"). Reported: ΔTPOT with its interval,
-  the share of ΔTPOT in the planted bucket (target >= 80%), the bucket the twin names, and the op it names.
+  engine (one core against both, bucket "kernel"; see `planted` for what two cores allow). Reported: ΔTPOT with
+  its interval, the share of ΔTPOT in the planted bucket (target >= 80%), the bucket the twin names, and the op
+  it names.
 - aa: `--aa-runs` A/A twins of cpu-tiny against itself (one server, windows alternating); reported: how many
   say "no difference" (target: at least 19 of 20).
 - contention: a window during which other work took more than 30% of the machine is measured again, up to
@@ -31,6 +32,7 @@ import argparse
 import json
 import statistics
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.recipes import load_serving_recipe
@@ -43,22 +45,36 @@ ONE_CORE = {"env.VLLM_CPU_OMP_THREADS_BIND": "0"}
 BOTH_CORES = {"env.VLLM_CPU_OMP_THREADS_BIND": "0-1"}
 
 
-def planted(sleep_ms: float, delay_ms: float) -> dict[str, tuple[dict, dict, str, str | None]]:
-    """Each pair: side A's changes, side B's, the bucket B's cost must land in, and the op it must name."""
+@dataclass(frozen=True)
+class Pair:
+    """A planted pair: side A's changes, side B's, the bucket B's cost must land in, the op it must name, and the
+    recipe both sides run."""
+
+    a: dict
+    b: dict
+    bucket: str
+    op: str | None = None
+    recipe: str = "cpu-tiny"
+
+
+def planted(sleep_ms: float, delay_ms: float, threads_recipe: str) -> dict[str, Pair]:
     sleep = {"env.ASCEND_BACKEND_PLANTED": f"step_sleep:ms={sleep_ms:g}"}
     delay = {"env.ASCEND_BACKEND_FAULT": f"silu_and_mul:delay:ms={delay_ms:g}"}
     return {
-        "step sleep": (ONE_CORE, ONE_CORE | sleep, "host idle", None),
-        "slowed op": (ONE_CORE, ONE_CORE | delay, "kernel", "silu_and_mul"),
-        "fewer threads": (BOTH_CORES, ONE_CORE, "kernel", None),
+        "step sleep": Pair(ONE_CORE, ONE_CORE | sleep, "host idle"),
+        "slowed op": Pair(ONE_CORE, ONE_CORE | delay, "kernel", "silu_and_mul"),
+        # On two cores this pair plants no cost: the second core also runs the API server and the load, so the
+        # engine's second thread gains nothing (7 Dec, idle machine: ΔTPOT -0.01 ms ± 0.94 on cpu-tiny, +0.33 ms
+        # ± 23.45 on cpu-smollm2). It needs a machine with cores to spare; --threads-recipe picks a bigger model.
+        "fewer threads": Pair(BOTH_CORES, ONE_CORE, "kernel", recipe=threads_recipe),
     }
 
 
-def twin(out: Path, a: dict, b: dict, repeats: int, workload: PerfWorkload) -> dict:
-    """One performance twin of cpu-tiny with changes `a` against cpu-tiny with `b` (read back when already done)."""
+def twin(out: Path, a: dict, b: dict, repeats: int, workload: PerfWorkload, recipe: str = "cpu-tiny") -> dict:
+    """One performance twin of `recipe` with changes `a` against it with `b` (read back when already done)."""
     if (out / "perf-twin.json").is_file():
         return read_perf_twin(out)
-    base = load_serving_recipe("cpu-tiny")
+    base = load_serving_recipe(recipe)
     policy = out.parent / "perf-bench.yaml"
     a_side, b_side = Side.of_recipe("A", base, a), Side.of_recipe("B", base, b)
     request = PerfTwinRequest(a_side, b_side, workload=workload, repeats=repeats, thresholds=policy, out=out)
@@ -77,10 +93,12 @@ def planted_share(result: dict, bucket: str) -> tuple[float, float, float, str |
     return total, half, share, result["causes"]["TPOT"]
 
 
-def part_planted(work: Path, repeats: int, workload: PerfWorkload, pairs: dict) -> list[dict]:
+def part_planted(work: Path, repeats: int, workload: PerfWorkload, pairs: dict[str, Pair]) -> list[dict]:
     rows = []
-    for name, (a, b, bucket, op) in pairs.items():
-        result = twin(work / name.replace(" ", "-"), a, b, repeats, workload)
+    for name, pair in pairs.items():
+        bucket, op = pair.bucket, pair.op
+        folder = name.replace(" ", "-") + ("" if pair.recipe == "cpu-tiny" else f"-{pair.recipe}")
+        result = twin(work / folder, pair.a, pair.b, repeats, workload, pair.recipe)
         delta, half, share, named = planted_share(result, bucket)
         kernels = [k for k in result["kernels"] if k["status"] in ("new", "slower", "more calls")]
         named_op = next((k["op"] or k["kernel"] for k in kernels), None)
@@ -143,6 +161,10 @@ def main() -> None:
         "--delay-ms", type=float, default=2.0, help="the planted delay per silu_and_mul call (default 2)"
     )
     parser.add_argument("--attempts", type=int, default=4, help="measurements of a contended window (default 4)")
+    parser.add_argument(
+        "--threads-recipe", default="cpu-tiny", help="the recipe of the fewer-threads pair (default cpu-tiny)"
+    )
+    parser.add_argument("--pairs", help="comma-separated planted pairs to run (default: all)")
     parser.add_argument("--work", type=Path, help="where the runs go (default: a temporary directory)")
     args = parser.parse_args()
     work = (args.work or Path(tempfile.mkdtemp(prefix="bench-perf-twin-"))).resolve()
@@ -157,7 +179,9 @@ def main() -> None:
     parts = args.parts.split(",")
     with EnginePool.open(work / "engine-pool"):
         if "planted" in parts:
-            rows = part_planted(work, args.repeats, workload, planted(args.sleep_ms, args.delay_ms))
+            pairs = planted(args.sleep_ms, args.delay_ms, args.threads_recipe)
+            chosen = {n: p for n, p in pairs.items() if not args.pairs or n in args.pairs.split(",")}
+            rows = part_planted(work, args.repeats, workload, chosen)
             (work / "planted.json").write_text(json.dumps(rows, indent=1))
         if "aa" in parts:
             verdicts = part_aa(work, args.aa_runs, args.repeats, workload)
