@@ -180,7 +180,11 @@ def main() -> None:
     with EnginePool.open(work / "engine-pool"):
         if "planted" in parts:
             pairs = planted(args.sleep_ms, args.delay_ms, args.threads_recipe)
-            chosen = {n: p for n, p in pairs.items() if not args.pairs or n in args.pairs.split(",")}
+            wanted = args.pairs.split(",") if args.pairs else list(pairs)
+            unknown = [n for n in wanted if n not in pairs]
+            if unknown:
+                parser.error(f"--pairs {','.join(unknown)}: unknown; choose from {', '.join(pairs)}")
+            chosen = {n: pairs[n] for n in wanted}
             rows = part_planted(work, args.repeats, workload, chosen)
             (work / "planted.json").write_text(json.dumps(rows, indent=1))
         if "aa" in parts:

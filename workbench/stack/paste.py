@@ -27,7 +27,8 @@ WANTED = ("torch", "torch_npu", "vllm", "vllm_ascend", "cann_toolkit", "driver")
 # 0.9.1+empty, 8.1.RC1.alpha001, 8.5.0.B100, 25.0.rc1.1, 9.1.0-beta.1, 0.11.0rc1.dev, 3.2.0.dev20260105.
 VERSION = r"v?\d+(?:\.\d+)*(?:(?:[.\-]?(?:rc|RC|post|dev|alpha|beta|B|T)\d*)|(?:\.\d+))*(?:\+[A-Za-z0-9.]+)?"
 _VERSION = re.compile(VERSION)
-_CHIP = re.compile(r"(?i)\b(?:ascend[\s_-]?)?((?:910|310|950)[0-9A-Za-z]*(?:-\d)?|Ascend910(?:_\d+)?)\b")
+_CHIP_NUMBER = r"(?:910|310|950)[0-9A-Za-z]*(?:-\d)?"  # 910B3, 310P, 950PR, 910A-2
+_CHIP = re.compile(r"(?i)\b(?:ascend[\s_-]?)?(" + _CHIP_NUMBER + r"|Ascend910(?:_\d+)?)\b")
 
 # Names people give each component -> the key. Matched on the normalised name (lowercase, [-_ ] removed).
 ALIASES = {
@@ -250,7 +251,7 @@ _PAIR = re.compile(
 # Chinese runs a few words in between without spaces ('昇腾环境910B4', Ascend environment 910B4, #6018).
 _NAMED_CHIP = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?:ascend|昇腾|升腾)(?:[\s_-]?|[\u4e00-\u9fff]{1,4})"
-    r"((?:910|310|950)[0-9A-Za-z]*(?:-\d)?)(?![A-Za-z0-9])"
+    r"(" + _CHIP_NUMBER + r")(?![A-Za-z0-9])"
 )
 
 _JOINER = r"\s*(?:&|和|\band\b)\s*"
