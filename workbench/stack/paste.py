@@ -238,6 +238,11 @@ def _summary(lines: list[str]) -> Iterator[tuple[str, str]]:
         firmware_file = re.search(r"firmware_(" + VERSION + r")", text)
         if firmware_file:
             yield "firmware", firmware_file.group(1)
+        # CANN's installer is named for the toolkit it installs, Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run
+        # (vllm-ascend's docs/source/installation.md); the kernels / ops packages beside it are not the toolkit
+        toolkit_file = re.search(r"(?i)cann-toolkit_(" + VERSION + r")_linux", text)
+        if toolkit_file:
+            yield "cann_toolkit", toolkit_file.group(1)
 
 
 _PAIR = re.compile(

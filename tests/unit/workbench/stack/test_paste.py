@@ -34,6 +34,12 @@ from workbench.stack.paste import read_paste
         ),
         # vllm-ascend#8370: a label that goes on after the word 'version'
         ("- vLLM version shown in logs: `0.18.0`", {"vllm": "0.18.0"}),
+        # LlamaFactory#4159: the CANN installer's file name states the toolkit it installs (the kernels
+        # package beside it is not the toolkit)
+        (
+            "CANN toolkit = Ascend-cann-toolkit_8.0.RC1_linux-aarch64.run\nCANN kernels = Ascend-cann-kernels-910b_8.0.RC1_linux.run",
+            {"cann_toolkit": "8.0.RC1"},
+        ),
     ],
 )
 def test_free_text_states_its_versions(paste, expected):

@@ -62,3 +62,22 @@ def test_a_compiler_without_a_target_for_the_chip_still_says_the_chip_is_not_sup
     """The chip line outranks the generic compile failure (chip_not_supported above triton_kernel_compile)."""
     log = "triton.compiler.errors.MLIRCompilationError: \nbishengir-compile: for the --target option: Cannot find option named 'Ascend310P1'!\n"
     assert _first(log).kind is FailureKind.CANN_INIT
+
+
+# vllm-project/vllm-ascend#8525 and #11622 (fifth round): a vLLM model layer that only subclasses vLLM's own
+# attention backends (vllm/model_executor/models/whisper_causal.py) refuses the Ascend backend by name
+BACKEND_REFUSED = """\
+(EngineCore pid=110656) ERROR 04-21 19:11:01 [core.py:1099] EngineCore failed to start.
+NotImplementedError: <class 'vllm_ascend.attention.attention_v1.AscendAttentionBackend'> is not yet supported.Contributions to support more backends are much appreciated.
+"""
+
+
+def test_a_model_that_refuses_the_ascend_attention_backend_is_a_feature_the_release_does_not_serve():
+    assert _first(BACKEND_REFUSED).kind is FailureKind.UNSUPPORTED_FEATURE
+
+
+def test_a_not_implemented_error_without_a_backend_class_is_not_read_as_that_refusal():
+    """Only a backend class named as not supported is this refusal; another NotImplementedError says nothing."""
+    log = "NotImplementedError: <class 'torch.nn.Module'> is not yet supported\n"
+    report = triage_text(log, source="test")
+    assert report.first is None or report.first.diagnosis.kind is not FailureKind.UNSUPPORTED_FEATURE
