@@ -8,8 +8,9 @@ pool so a configuration's server starts once for the whole benchmark. The step-s
 the tiny model with vLLM's serving default of one torch thread in the engine (vllm/utils/torch_utils.py@v0.32.0
 `set_torch_threads_for_runtime`, which leaves the count alone only where OMP_NUM_THREADS is set). The threads pair
 sets OMP_NUM_THREADS on both sides: VLLM_CPU_OMP_THREADS_BIND, which the first runs of this pair changed, is read
-only by vLLM's multiprocess executor (vllm/utils/ompmultiprocessing.py@v0.32.0), and a TP=1 server here runs its
-worker inside the EngineCore (serving/launch_plan.py), so both of those sides ran one thread and planted nothing.
+only by vLLM's multiprocess executor (TP/PP > 1, data parallelism; vllm/utils/ompmultiprocessing.py@v0.32.0), and
+a TP=1 server here runs its worker inside the EngineCore (serving/launch_plan.py), so both of those sides ran one
+thread and planted nothing.
 
 - planted: side pairs that differ by one planted cost each — a host-side sleep before every engine step
   (ASCEND_BACKEND_PLANTED=step_sleep:ms=5, bucket "host idle"), one slowed op in the registry
