@@ -3,18 +3,21 @@
     .venv/bin/python benchmarks/bench_perf_twin.py                         # every part (about 25 min on 2 cores)
     .venv/bin/python benchmarks/bench_perf_twin.py --parts planted --work runs/bench-perf-twin
 
-Three parts on the tiny model, each twin through the use case the verb and notebook 08 call (`run_perf_twin`),
-inside one engine pool so a configuration's server starts once for the whole benchmark. The base side runs its
-engine on one core (VLLM_CPU_OMP_THREADS_BIND=0): an OpenMP team of two threads on a machine whose two cores other
-work also wants spends most of its time waiting at its barriers (a 25x slower onednn_mm was measured here), which
-is noise the planted costs would drown in; the threads pair is the one that gives side A both cores.
+Three parts, each twin through the use case the verb and notebook 08 call (`run_perf_twin`), inside one engine
+pool so a configuration's server starts once for the whole benchmark. The step-sleep, slowed-op and A/A twins run
+the tiny model with vLLM's serving default of one torch thread in the engine (vllm/utils/torch_utils.py@v0.32.0
+`set_torch_threads_for_runtime`, which leaves the count alone only where OMP_NUM_THREADS is set). The threads pair
+sets OMP_NUM_THREADS on both sides: VLLM_CPU_OMP_THREADS_BIND, which the first runs of this pair changed, is read
+only by vLLM's multiprocess executor (TP/PP > 1, data parallelism; vllm/utils/ompmultiprocessing.py@v0.32.0), and
+a TP=1 server here runs its worker inside the EngineCore (serving/launch_plan.py), so both of those sides ran one
+thread and planted nothing.
 
 - planted: side pairs that differ by one planted cost each — a host-side sleep before every engine step
   (ASCEND_BACKEND_PLANTED=step_sleep:ms=5, bucket "host idle"), one slowed op in the registry
   (ASCEND_BACKEND_FAULT=silu_and_mul:delay:ms=2, bucket "kernel", op silu_and_mul), fewer threads for the
-  engine (one core against both, bucket "kernel"; see `planted` for what two cores allow). Reported: ΔTPOT with
-  its interval, the share of ΔTPOT in the planted bucket (target >= 80%), the bucket the twin names, and the op
-  it names.
+  engine (OMP_NUM_THREADS 1 against 2, on SmolLM2, whose ops are big enough for a second thread to pay; bucket
+  "kernel"). Reported: ΔTPOT with its interval, the share of ΔTPOT in the planted bucket (target >= 80%), the
+  bucket the twin names, and the op it names.
 - aa: `--aa-runs` A/A twins of cpu-tiny against itself (one server, windows alternating); reported: how many
   say "no difference" (target: at least 19 of 20).
 - contention: a window during which other work took more than 30% of the machine is measured again, up to
@@ -41,8 +44,9 @@ from workbench.twin.api import PerfTwinRequest, PerfWorkload, Side, read_perf_tw
 
 REPO = Path(__file__).resolve().parents[1]
 
-ONE_CORE = {"env.VLLM_CPU_OMP_THREADS_BIND": "0"}
-BOTH_CORES = {"env.VLLM_CPU_OMP_THREADS_BIND": "0-1"}
+SERVING_DEFAULT: dict = {}  # vLLM's one engine thread (see the module's text)
+TWO_THREADS = {"env.OMP_NUM_THREADS": "2"}
+ONE_THREAD = {"env.OMP_NUM_THREADS": "1"}
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,10 @@ def planted(sleep_ms: float, delay_ms: float, threads_recipe: str) -> dict[str, 
     sleep = {"env.ASCEND_BACKEND_PLANTED": f"step_sleep:ms={sleep_ms:g}"}
     delay = {"env.ASCEND_BACKEND_FAULT": f"silu_and_mul:delay:ms={delay_ms:g}"}
     return {
-        "step sleep": Pair(ONE_CORE, ONE_CORE | sleep, "host idle"),
-        "slowed op": Pair(ONE_CORE, ONE_CORE | delay, "kernel", "silu_and_mul"),
-        # On two cores this pair plants no cost: the second core also runs the API server and the load, so the
-        # engine's second thread gains nothing (7 Dec, idle machine: ΔTPOT -0.01 ms ± 0.94 on cpu-tiny, +0.33 ms
-        # ± 23.45 on cpu-smollm2). It needs a machine with cores to spare; --threads-recipe picks a bigger model.
-        "fewer threads": Pair(BOTH_CORES, ONE_CORE, "kernel", recipe=threads_recipe),
+        "step sleep": Pair(SERVING_DEFAULT, sleep, "host idle"),
+        "slowed op": Pair(SERVING_DEFAULT, delay, "kernel", "silu_and_mul"),
+        # SmolLM2 by default: the tiny model's ops are too small for a second thread to change a step.
+        "fewer threads": Pair(TWO_THREADS, ONE_THREAD, "kernel", recipe=threads_recipe),
     }
 
 
@@ -116,7 +118,7 @@ def part_planted(work: Path, repeats: int, workload: PerfWorkload, pairs: dict[s
 def part_aa(work: Path, runs: int, repeats: int, workload: PerfWorkload) -> list[bool]:
     verdicts = []
     for index in range(runs):
-        result = twin(work / f"aa-{index:02d}", ONE_CORE, ONE_CORE, repeats, workload)
+        result = twin(work / f"aa-{index:02d}", SERVING_DEFAULT, SERVING_DEFAULT, repeats, workload)
         verdicts.append(bool(result["differs"]))
         worst = max(result["classes"], key=lambda c: abs(c["relative"]))
         print(
@@ -162,7 +164,7 @@ def main() -> None:
     )
     parser.add_argument("--attempts", type=int, default=4, help="measurements of a contended window (default 4)")
     parser.add_argument(
-        "--threads-recipe", default="cpu-tiny", help="the recipe of the fewer-threads pair (default cpu-tiny)"
+        "--threads-recipe", default="cpu-smollm2", help="the recipe of the fewer-threads pair (default cpu-smollm2)"
     )
     parser.add_argument("--pairs", help="comma-separated planted pairs to run (default: all)")
     parser.add_argument("--work", type=Path, help="where the runs go (default: a temporary directory)")

@@ -127,6 +127,23 @@ class JudgeBase:
             migrate=migrate,
         )
 
+    def _other_vllm_only(self, occ: Occurrence, known: list[VllmVersion], gone: str, not_yet: str) -> Finding | None:
+        """A name only other vLLMs have (`known`, oldest first): an older one had it (dead now: the message `gone`,
+        citing the last vLLM that had it) or a newer one will (`not_yet`, citing none); both formatted with
+        `{version}`. None when no vLLM has it."""
+        from packaging.version import Version
+
+        now = max(Version(v.version) for v in self.target.vllm)
+        older = [v for v in known if Version(v.version) < now]
+        if older:
+            reason = gone.format(version=older[-1].version)
+            cite = older[-1].cite
+            return self._finding(occ, FindingKind.DEAD, Verdict.ERROR, reason, "remove it", cite, ("", None))
+        if known:
+            reason = not_yet.format(version=known[0].version)
+            return self._finding(occ, FindingKind.UNKNOWN, Verdict.ERROR, reason, "remove it", migrate=("", None))
+        return None
+
     def _present(self, setting: str) -> bool:
         return any(o.setting == setting for o in self.parsed.occurrences)
 

@@ -281,32 +281,15 @@ class EnvQuestions:
 
     def _vllm_lifetime(self, occ: Occurrence) -> Finding | None:
         """Another vLLM reads it: an older one (dead now) or a newer one (not yet)."""
-        from packaging.version import Version
-
         name = occ.name
         known = [v for v in self.table.vllm_versions() if name in v.envs]
-        now = max(Version(v.version) for v in self.target.vllm)
-        older = [v for v in known if Version(v.version) < now]
-        if older:
-            return self._finding(
-                occ,
-                FindingKind.DEAD,
-                Verdict.ERROR,
-                f"vLLM {self.target.vllm_label} no longer reads {name} (last read by vLLM {older[-1].version})",
-                fix="remove it",
-                cite=older[-1].cite,
-                migrate=("", None),
-            )
-        if known:
-            return self._finding(
-                occ,
-                FindingKind.UNKNOWN,
-                Verdict.ERROR,
-                f"vLLM {self.target.vllm_label} does not read {name} yet (first read by vLLM {known[0].version})",
-                fix="remove it",
-                migrate=("", None),
-            )
-        return None
+        label = self.target.vllm_label
+        return self._other_vllm_only(
+            occ,
+            known,
+            f"vLLM {label} no longer reads {name} (last read by vLLM {{version}})",
+            f"vLLM {label} does not read {name} yet (first read by vLLM {{version}})",
+        )
 
     def _unread_vllm_env(self, occ: Occurrence) -> Finding:
         """No vLLM reads the name: a typo when it is close to one vLLM reads; otherwise possibly a service's

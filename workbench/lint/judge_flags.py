@@ -54,29 +54,16 @@ class FlagQuestions:
         if keyed is not None:
             return keyed
 
-        now = max(Version(v.version) for v in versions)
         known = [v for v in self.table.vllm_versions() if flag_in(flag, [v])]
-        older = [v for v in known if Version(v.version) < now]
-        if older:
-            return self._finding(
-                occ,
-                FindingKind.DEAD,
-                Verdict.ERROR,
-                f"vLLM {self.target.vllm_label} has no {flag} (last in vLLM {older[-1].version}); "
-                "its argument parser refuses the command",
-                fix="remove it",
-                cite=older[-1].cite,
-                migrate=("", None),
-            )
-        if known:
-            return self._finding(
-                occ,
-                FindingKind.UNKNOWN,
-                Verdict.ERROR,
-                f"vLLM {self.target.vllm_label} has no {flag} yet (first in vLLM {known[0].version})",
-                fix="remove it",
-                migrate=("", None),
-            )
+        label = self.target.vllm_label
+        elsewhere = self._other_vllm_only(
+            occ,
+            known,
+            f"vLLM {label} has no {flag} (last in vLLM {{version}}); its argument parser refuses the command",
+            f"vLLM {label} has no {flag} yet (first in vLLM {{version}})",
+        )
+        if elsewhere is not None:
+            return elsewhere
         pool = set().union(*(v.flags for v in versions))
         expands = sorted(f for f in pool if f.startswith(flag) and flag.startswith("--"))
         if len(expands) == 1:  # argparse (allow_abbrev) takes a unique prefix as the whole flag

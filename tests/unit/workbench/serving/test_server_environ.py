@@ -19,6 +19,8 @@ def test_a_server_drops_the_lane_cap_but_keeps_a_users_own_setting(monkeypatch):
     monkeypatch.setenv(LANE_THREADS_VAR, "1")
     env = server_environ((("VLLM_CPU_KVCACHE_SPACE", "1"),))
     assert "OMP_NUM_THREADS" not in env and LANE_THREADS_VAR not in env and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    # a recipe's own thread count (the engine's, at TP=1: vLLM reads OMP_NUM_THREADS) survives the lane's removal
+    assert server_environ({"OMP_NUM_THREADS": "2"})["OMP_NUM_THREADS"] == "2"
     monkeypatch.delenv(LANE_THREADS_VAR)
     assert server_environ({})["OMP_NUM_THREADS"] == "1"  # set by the user, not by a lane: passed on
     assert server_environ({"OMP_NUM_THREADS": "4"})["OMP_NUM_THREADS"] == "4"  # a recipe's env wins
