@@ -286,6 +286,10 @@ def _name_value_pairs(text: str) -> Iterator[tuple[str, str]]:
     label = _LONG_LABEL.match(text)
     if label:
         yield label.group("name"), label.group("value")
+    # '<name>版本<version>' without a separator, or with 是 ('is') or a few Chinese words between:
+    # 'torch版本2.1' (Ascend/pytorch#24), '驱动版本也核对无误7.0.RC1' (the driver version, checked: ..., #7)
+    for match in _NAME_VERSION_CN.finditer(text):
+        yield _cjk_alias_tail(match.group("name")), match.group("value")
     # 'NPU: 910B4', '硬件：910B3', 'Hardware | Ascend 910B3 ×8': a chip is a name, not a version
     chip = re.match(
         r"^(?:[-*]\s+)?(?P<name>[A-Za-z\u4e00-\u9fff][A-Za-z \u4e00-\u9fff]*?)\s*[:：]\s*(?P<value>.*(?:910|310|950).*)$",
@@ -299,13 +303,26 @@ _VERSION_OF = re.compile(
     r"(?i)(?<![A-Za-z0-9.])(?P<value>" + VERSION + r")\s*版本的?\s*(?P<name>[A-Za-z][A-Za-z0-9_-]*)"
 )
 _LONG_LABEL = re.compile(r"^(?P<name>[A-Za-z][\w-]*)\s+(?:version|版本)\b[^:：]*[:：]\s*(?P<value>v?\d\S*)", re.I)
+# the name is a Latin word or a run of Chinese letters; at most six Chinese letters stand between 版本 and the
+# version, so a number further on in the sentence is not taken for it
+_NAME_VERSION_CN = re.compile(
+    r"(?P<name>[A-Za-z][A-Za-z0-9_-]*|[\u4e00-\u9fff]+)版本号?[\u4e00-\u9fff]{0,6}(?P<value>" + VERSION + r")"
+)
+
+
+def _cjk_alias_tail(name: str) -> str:
+    """'安装的驱动' -> '驱动': a run of Chinese letters ends with the component's name (Latin names are kept)."""
+    if name.isascii():
+        return name
+    return next((alias for alias in _KEY_OF if not alias.isascii() and name.endswith(alias)), name)
 
 
 def _known_tail(name: str) -> str:
     """'物理机部署CANN' -> 'CANN': words run together in Chinese prose end with the component's name."""
     if _key_of(name) is not None:
         return name
-    tail = re.search(r"[A-Za-z][\w-]*$", name)
+    # the Latin word after the last Chinese letter: 'conda环境并安装torch' -> 'torch' (vllm-ascend#6134)
+    tail = re.search(r"[A-Za-z][A-Za-z0-9_-]*$", name)
     return tail.group(0) if tail and _key_of(tail.group(0)) is not None else name
 
 

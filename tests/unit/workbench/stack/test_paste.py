@@ -40,6 +40,15 @@ from workbench.stack.paste import read_paste
             "CANN toolkit = Ascend-cann-toolkit_8.0.RC1_linux-aarch64.run\nCANN kernels = Ascend-cann-kernels-910b_8.0.RC1_linux.run",
             {"cann_toolkit": "8.0.RC1"},
         ),
+        # Ascend/pytorch#24, #7 (sixth round): '<name>版本<version>' with nothing between, or with 是 ("is") or a
+        # few Chinese words ('驱动版本也核对无误7.0.RC1', the driver version, checked, is ...)
+        ("torch版本2.1 python版本3.8 执行python3 -c", {"torch": "2.1", "python": "3.8"}),
+        (
+            "torch版本是2.1.0，驱动版本也核对无误7.0.RC1.alpha003， python3.8",
+            {"torch": "2.1.0", "driver": "7.0.RC1.alpha003", "python": "3.8"},
+        ),
+        # vllm-ascend#6134 (sixth round): a name run into Chinese prose that holds an earlier Latin word
+        ("ubuntu22.04，新建了conda环境并安装torch==2.8.0与torch+npu。", {"torch": "2.8.0"}),
     ],
 )
 def test_free_text_states_its_versions(paste, expected):

@@ -81,3 +81,53 @@ def test_a_not_implemented_error_without_a_backend_class_is_not_read_as_that_ref
     log = "NotImplementedError: <class 'torch.nn.Module'> is not yet supported\n"
     report = triage_text(log, source="test")
     assert report.first is None or report.first.diagnosis.kind is not FailureKind.UNSUPPORTED_FEATURE
+
+
+# Ascend/pytorch#24 (sixth round): Python started inside torch_npu's source tree imports the checkout, which
+# has no compiled `_C`; the maintainer's fix is to run from another directory
+TORCH_NPU_SOURCE_TREE = """\
+Traceback (most recent call last):
+  File "/data/package/pytorch/torch_npu/__init__.py", line 14, in <module>
+    import torch_npu.npu
+  File "/data/package/pytorch/torch_npu/npu/utils.py", line 11, in <module>
+    import torch_npu._C
+ModuleNotFoundError: No module named 'torch_npu._C'
+"""
+
+
+def test_torch_npu_without_its_compiled_module_imported_from_a_source_tree_is_a_shadowing_checkout():
+    diagnosis = _first(TORCH_NPU_SOURCE_TREE)
+    assert diagnosis.kind is FailureKind.PACKAGE_SHADOWED
+    assert "directory" in diagnosis.fix
+
+
+def test_an_installed_torch_npu_without_its_compiled_module_is_not_read_as_a_shadowing_checkout():
+    """The same message from site-packages is a broken or mismatched install, not a checkout in the way."""
+    log = TORCH_NPU_SOURCE_TREE.replace("/data/package/pytorch/", "/usr/local/lib/python3.10/site-packages/")
+    assert _first(log).kind is FailureKind.VERSION_MISMATCH
+
+
+# vllm-project/vllm-ascend#564 (sixth round): CANN's graph engine and its operator compiler fail to start
+GE_INIT = """\
+ERROR 04-18 01:55:45 engine.py:400]        GELib::InnerInitialize failed.[FUNC:Initialize][FILE:gelib.cc][LINE:177]
+ERROR 04-18 01:55:45 engine.py:400]        GEInitialize failed.[FUNC:GEInitialize][FILE:ge_api.cc][LINE:337]
+ERROR 04-18 01:55:45 engine.py:400]        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]
+"""
+
+
+def test_cann_graph_engine_that_cannot_initialise_is_cann_init():
+    assert _first(GE_INIT).kind is FailureKind.CANN_INIT
+
+
+# vllm-project/vllm-ascend#8107 (sixth round): an aclnn operator's parameter check, quoted without the word
+# "error" spelled right and without a code
+ACLNN_PARAMETER_CHECK = (
+    "v0.13.0 aclnnFusedInferAttentionScoreV3 erorr: \"the key/value's actual sequence lengths shape size is 9, "
+    'it should be bigger or equal to batch size(16) or equal to 1"\n'
+)
+
+
+def test_an_aclnn_operator_that_says_what_its_input_should_be_refused_it_at_its_check():
+    diagnosis = _first(ACLNN_PARAMETER_CHECK)
+    assert diagnosis.kind is FailureKind.OPERATOR_CHECK
+    assert any("aclnnFusedInferAttentionScoreV3" in line for line in diagnosis.evidence)
