@@ -179,6 +179,9 @@ def main() -> None:
         "--runs", type=int, default=1, help="independent twins of each planted pair (default 1; each reported)"
     )
     parser.add_argument("--num-prompts", type=int, default=16, help="requests per window (default 16)")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="requests in flight per window (default 8, the twin's default)"
+    )
     parser.add_argument("--sleep-ms", type=float, default=5.0, help="the planted host sleep per step (default 5)")
     parser.add_argument(
         "--delay-ms", type=float, default=2.0, help="the planted delay per silu_and_mul call (default 2)"
@@ -193,7 +196,7 @@ def main() -> None:
     work = (args.work or Path(tempfile.mkdtemp(prefix="bench-perf-twin-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     print(f"runs in {work}")
-    workload = PerfWorkload(num_prompts=args.num_prompts)
+    workload = PerfWorkload(num_prompts=args.num_prompts, concurrency=args.concurrency)
     shipped = (REPO / "policy" / "twin" / "perf.yaml").read_text()
     policy = shipped.replace("window_attempts: 2", f"window_attempts: {args.attempts}").replace(
         "name: perf", "name: perf-bench"
