@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from packaging.version import Version
+
 from workbench.lint.command import Occurrence, ParsedInput
 from workbench.lint.findings import Finding, FindingKind
 from workbench.lint.models import ModelIdentity, identify
@@ -127,19 +129,24 @@ class JudgeBase:
             migrate=migrate,
         )
 
-    def _other_vllm_only(self, occ: Occurrence, known: list[VllmVersion], gone: str, not_yet: str) -> Finding | None:
+    def _other_vllm_only(
+        self,
+        occ: Occurrence,
+        known: list[VllmVersion],
+        gone: str,
+        not_yet: str | None = None,
+        setting: str | None = None,
+    ) -> Finding | None:
         """A name only other vLLMs have (`known`, oldest first): an older one had it (dead now: the message `gone`,
-        citing the last vLLM that had it) or a newer one will (`not_yet`, citing none); both formatted with
-        `{version}`. None when no vLLM has it."""
-        from packaging.version import Version
-
+        citing the last vLLM that had it) or a newer one will (`not_yet`, citing none; left to the caller when
+        None); both formatted with `{version}`. None when neither applies."""
         now = max(Version(v.version) for v in self.target.vllm)
         older = [v for v in known if Version(v.version) < now]
         if older:
             reason = gone.format(version=older[-1].version)
             cite = older[-1].cite
-            return self._finding(occ, FindingKind.DEAD, Verdict.ERROR, reason, "remove it", cite, ("", None))
-        if known:
+            return self._finding(occ, FindingKind.DEAD, Verdict.ERROR, reason, "remove it", cite, ("", None), setting)
+        if known and not_yet is not None:
             reason = not_yet.format(version=known[0].version)
             return self._finding(occ, FindingKind.UNKNOWN, Verdict.ERROR, reason, "remove it", migrate=("", None))
         return None

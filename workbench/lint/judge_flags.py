@@ -138,22 +138,17 @@ class FlagQuestions:
                 reason += f"; on Ascend: {tie.fix}"
             return self._finding(occ, FindingKind.OK, Verdict.PASS, reason)
 
-        now = max(Version(v.version) for v in versions)
         known = [v for v in self.table.vllm_versions() if key in v.compilation_keys]
         self._reported_unknown.add(top)
-        if [v for v in known if Version(v.version) < now]:
-            last = [v for v in known if Version(v.version) < now][-1]
-            return self._finding(
-                occ,
-                FindingKind.DEAD,
-                Verdict.ERROR,
-                f"vLLM {self.target.vllm_label}'s CompilationConfig has no {key} (last in vLLM {last.version}); "
-                "start-up fails on an unknown field",
-                fix="remove it",
-                cite=last.cite,
-                migrate=("", None),
-                setting=top,
-            )
+        gone = self._other_vllm_only(
+            occ,
+            known,
+            f"vLLM {self.target.vllm_label}'s CompilationConfig has no {key} (last in vLLM {{version}}); "
+            "start-up fails on an unknown field",
+            setting=top,
+        )
+        if gone is not None:
+            return gone
         pool = set().union(*(v.compilation_keys for v in versions))
         close = self._did_you_mean(key, pool)
         hint = f"; did you mean {close}?" if close else ""

@@ -157,3 +157,11 @@ def test_a_value_outside_the_values_start_up_accepts_is_rejected():
     bad = finding(text, "main", "additional_config.eplb_config.eplb_policy_type")
     assert bad.finding.value == "rejected" and "[0, 1, 2, 3]" in bad.reason
     assert finding(text, "main", "additional_config.eplb_config.eplb_heat_collection_stage").finding.value == "ok"
+
+
+def test_a_compilation_config_key_an_older_vllm_had_is_dead_citing_the_last_vllm_that_had_it():
+    """vLLM 0.11.0's CompilationConfig still had use_inductor; the vLLM v0.13.0 runs on refuses the field."""
+    text = "vllm serve m --compilation-config '{\"use_inductor\": true}'"
+    f = finding(text, "v0.13.0", "compilation_config.use_inductor")
+    assert (f.finding.value, f.severity) == ("dead", Verdict.ERROR)
+    assert "last in vLLM 0.11.0" in f.reason and f.cite == "pypi:vllm-0.11.0.tar.gz" and f.migrate == ("", None)
