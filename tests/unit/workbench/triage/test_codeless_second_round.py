@@ -131,3 +131,68 @@ def test_an_aclnn_operator_that_says_what_its_input_should_be_refused_it_at_its_
     diagnosis = _first(ACLNN_PARAMETER_CHECK)
     assert diagnosis.kind is FailureKind.OPERATOR_CHECK
     assert any("aclnnFusedInferAttentionScoreV3" in line for line in diagnosis.evidence)
+
+
+# vllm-project/vllm-ascend#4197 (seventh round): vLLM main and vllm-ascend main in November 2025
+PLUGIN_BACKEND = (
+    "ValueError: Unknown attention backend: 'ASCEND'. Valid options are: FLASH_ATTN, TRITON_ATTN, XFORMERS, "
+    "ROCM_ATTN, TORCH_SDPA, FLASHINFER, FLASHINFER_MLA, TRITON_MLA, CUTLASS_MLA, FLASHMLA, PALLAS, IPEX\n"
+)
+
+
+def test_an_ascend_attention_backend_vllm_does_not_know_is_a_plugin_built_for_another_vllm():
+    diagnosis = _first(PLUGIN_BACKEND)
+    assert diagnosis.kind is FailureKind.VERSION_MISMATCH
+    assert "CUSTOM" in " ".join(diagnosis.causes)
+    # the MLA backend's name says the same (vllm_ascend/attention/mla_v1.py@v0.11.0:49)
+    assert _first(PLUGIN_BACKEND.replace("'ASCEND'", "'ASCEND_MLA'")).kind is FailureKind.VERSION_MISMATCH
+
+
+def test_an_unknown_backend_name_that_is_not_the_plugins_is_not_read_as_a_mismatch():
+    """A typo in VLLM_ATTENTION_BACKEND says nothing about the plugin's version."""
+    report = triage_text(PLUGIN_BACKEND.replace("'ASCEND'", "'FLASH_ATN'"), source="test")
+    assert report.first is None or report.first.diagnosis.kind is not FailureKind.VERSION_MISMATCH
+
+
+# vllm-project/vllm-ascend#16983 (seventh round): argparse refuses a config flag's JSON value (title, as cut)
+ARGUMENT_REFUSED = "vllm serve: error: argument --attention-config/-ac: 1 validation error for AttentionConfi\n"
+
+
+def test_a_flag_value_the_argument_parser_refuses_is_a_refused_setting():
+    assert _first(ARGUMENT_REFUSED).kind is FailureKind.CONFIG_REFUSED
+    typed = "vllm serve: error: argument --max-model-len: invalid int value: '32k'\n"
+    assert _first(typed).kind is FailureKind.CONFIG_REFUSED
+
+
+# vllm-project/vllm-ascend#183 (seventh round): DeepSeek-V3's FP8 checkpoint on a release that does not serve it
+QUANTIZED_WEIGHTS = """\
+(RayWorkerWrapper pid=193386) worker_base.py:572]     param = params_dict[name] [repeated 30x across cluster]
+(RayWorkerWrapper pid=193386) worker_base.py:572] KeyError: 'model.layers.27.mlp.experts.w2_weight_scale_inv' [repeated 30x across cluster]
+[ERROR] 2025-02-26-20:38:15 (PID:211548, Device:0, RankID:-1) ERR99999 UNKNOWN applicaiton exception
+"""
+
+
+def test_a_checkpoints_quantization_parameter_the_model_has_no_slot_for_is_a_quantization_not_served():
+    diagnosis = _first(QUANTIZED_WEIGHTS)
+    assert diagnosis.kind is FailureKind.UNSUPPORTED_FEATURE
+    assert "--quantization ascend" in diagnosis.fix
+
+
+def test_a_missing_ordinary_weight_is_not_read_as_a_quantization_not_served():
+    log = QUANTIZED_WEIGHTS.replace("w2_weight_scale_inv", "w2_weight")
+    report = triage_text(log, source="test")
+    assert report.first is None or report.first.diagnosis.kind is not FailureKind.UNSUPPORTED_FEATURE
+
+
+# vllm-project/vllm-ascend#10562 (seventh round): the LoRA expand kernel's input check (csrc/torch_binding.cpp)
+CUSTOM_OP_CHECK = """\
+(Worker_TP1 pid=6351) ERROR 06-16 08:18:08 [multiproc_executor.py:962] return self.fx_forward(*args, **kwargs)
+RuntimeError: hidden in should be smaller than hidden out.
+"""
+
+
+def test_a_vllm_ascend_kernel_that_says_what_its_input_should_be_refused_it_at_its_check():
+    assert _first(CUSTOM_OP_CHECK).kind is FailureKind.OPERATOR_CHECK
+    prose = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices\n"
+    report = triage_text(prose, source="test")
+    assert report.first is None or report.first.diagnosis.kind is not FailureKind.OPERATOR_CHECK
