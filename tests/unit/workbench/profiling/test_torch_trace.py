@@ -3,16 +3,20 @@
 Layout of the constructed trace (µs; vLLM's names, see workbench.profiling.torch_trace):
 
     step 0  execute_context_2(128)_generation_0(0)   [0, 1000)     next step starts at 1200
+              gpu_model_runner: preprocess            [10, 90)
+                aten::copy_ [20, 60)                  (input preparation: host work, as on a GPU)
               gpu_model_runner: forward               [100, 800)
                 aten::linear [120, 400) > aten::mm [130, 390)
                 _C::shm_allreduce [400, 500)
                 aten::add [500, 700)
-              aten::argmax [850, 900)                 (sampling: outside the forward)
+              gpu_model_runner: postprocess           [800, 840)
+                aten::mm [805, 835)                   (compute_logits: a kernel on a GPU, so Computing)
+              aten::argmax [850, 900)                 (in no device-work scope: host time)
     step 1  execute_context_0(0)_generation_2(2)     [1200, 1900)
               gpu_model_runner: forward               [1250, 1700)
                 aten::mm [1260, 1500), _C::shm_allreduce [1500, 1560)
 
-Step 0: window 1200, computing 280 + 200 = 480, communication 100, free 620.
+Step 0: window 1200, computing 280 + 200 + 30 = 510, communication 100, free 590.
 Step 1: window 700, computing 240, communication 60, free 400.
 """
 
@@ -37,11 +41,15 @@ def _x(name, start, end, cat="cpu_op", tid=7):
 
 EVENTS = [
     _x("execute_context_2(128)_generation_0(0)", 0, 1000, "user_annotation"),
+    _x("gpu_model_runner: preprocess", 10, 90, "user_annotation"),
+    _x("aten::copy_", 20, 60),
     _x("gpu_model_runner: forward", 100, 800, "user_annotation"),
     _x("aten::linear", 120, 400),
     _x("aten::mm", 130, 390),
     _x("_C::shm_allreduce", 400, 500),
     _x("aten::add", 500, 700),
+    _x("gpu_model_runner: postprocess", 800, 840, "user_annotation"),
+    _x("aten::mm", 805, 835),
     _x("aten::argmax", 850, 900),
     _x("execute_context_0(0)_generation_2(2)", 1200, 1900, "user_annotation"),
     _x("gpu_model_runner: forward", 1250, 1700, "user_annotation"),
@@ -71,7 +79,7 @@ def test_steps_are_split_by_hand(tmp_path):
     assert profile.device == "cpu" and "worker's compute" in profile.mapping
     first, second = profile.steps
     assert first.rank == "1"  # from the worker name in the file name
-    assert (first.computing_us, first.communication_not_overlapped_us, first.free_us) == (480, 100, 620)
+    assert (first.computing_us, first.communication_not_overlapped_us, first.free_us) == (510, 100, 590)
     assert first.overlapped_us == 0  # a blocking CPU collective is never hidden
     assert (second.computing_us, second.communication_not_overlapped_us, second.free_us) == (240, 60, 400)
     assert (first.phase, second.phase) == ("prefill", "decode")
@@ -80,7 +88,7 @@ def test_steps_are_split_by_hand(tmp_path):
 def test_self_times_and_kinds(tmp_path):
     profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz")])
     ops = {o.name: o for o in profile.ops}
-    assert ops["aten::mm"].calls == 2 and ops["aten::mm"].self_us == 260 + 240
+    assert ops["aten::mm"].calls == 3 and ops["aten::mm"].self_us == 260 + 30 + 240
     assert ops["aten::linear"].self_us == 280 - 260  # its child aten::mm excluded
     assert ops["_C::shm_allreduce"].kind == "collective" and ops["_C::shm_allreduce"].communication
     assert ops["aten::add"].kind == "aten"
@@ -99,11 +107,11 @@ def test_rank_from_distributed_info_wins_and_plain_json_reads(tmp_path):
     assert read_torch_traces([path]).ranks == ["3"]
 
 
-def test_without_the_forward_scope_the_step_annotation_bounds_compute(tmp_path):
-    events = [e for e in EVENTS if e.get("name") != "gpu_model_runner: forward"]
+def test_without_vllms_scopes_the_step_annotation_bounds_compute(tmp_path):
+    events = [e for e in EVENTS if not str(e.get("name")).startswith("gpu_model_runner: ")]
     profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz", events)])
     first = profile.steps[0]
-    assert first.computing_us == 480 + 50  # the sampling argmax is inside the step annotation now
+    assert first.computing_us == 510 + 40 + 50  # the input copy and the argmax are inside the step annotation
     assert any("VLLM_CUSTOM_SCOPES_FOR_PROFILING" in n for n in profile.notes)
 
 
@@ -187,7 +195,7 @@ def test_torch_compile_inside_the_window_is_host_time_with_its_own_verdict(tmp_p
     ]
     profile = read_torch_traces([write_trace(tmp_path / "w.pt.trace.json.gz", EVENTS + compile_events)])
     first = profile.steps[0]
-    assert first.computing_us == 480 - 160  # aten::add [500, 700) loses the compile's [520, 680)
+    assert first.computing_us == 510 - 160  # aten::add [500, 700) loses the compile's [520, 680)
     assert {h.phase: h.total_us for h in profile.host}[COMPILING] == 160
     kinds = {o.name: o.kind for o in profile.ops}
     assert kinds["compile_file (dynamo_timed)"] == "torch.compile (compiling)"
@@ -211,7 +219,8 @@ def _overlap(a_set, b_set):
 
 def test_a_real_vllm_cpu_tp2_capture(fixtures):
     """Four engine steps of each rank of a real TP=2 capture of the tiny model (SOURCES.md), recomputed
-    here in plain Python from the JSON: Computing = ops starting inside the forward scope, collectives out."""
+    here in plain Python from the JSON: Computing = ops starting inside the forward, postprocess (logits) or
+    sample scope, collectives out."""
     directory = fixtures / "vllm_cpu_tp2"
     profile = read_profile(directory)
     assert profile.ranks == ["0", "1"] and profile.device == "cpu"
@@ -219,7 +228,8 @@ def test_a_real_vllm_cpu_tp2_capture(fixtures):
         rank = path.name.split("rank")[1][0]
         events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"] if e.get("ph") == "X"]
         span = lambda e: (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))  # noqa: E731
-        forward = _union(span(e) for e in events if e["name"] == "gpu_model_runner: forward")
+        work = ("gpu_model_runner: forward", "gpu_model_runner: postprocess", "gpu_model_runner: sample")
+        forward = _union(span(e) for e in events if e["name"] in work)
         ops = [e for e in events if e.get("cat") == "cpu_op"]
         collective = _union(span(e) for e in ops if e["name"].startswith(("c10d::", "gloo:")))
         inside = [
