@@ -7,10 +7,12 @@ Per tool and half:
 
 - triage: the share of logs it names a known family for (the rest is the `unknown` share), agreement
   with the family the thread supports (where it supports one), and the root code wherever the thread's log
-  carries one;
+  carries one; and the share of logs whose family and code stay the same when carried each way a log arrives
+  (`mangling.LOG_WAYS`: quoted, folded, CRLF, indented, coloured, a container runtime's log file, docker
+  compose);
 - readers: the share of pastes from which every version the paste states is extracted (and each version's
   recall), and the versions read that the paste does not state (false reads); and the same share over every
-  paste mangled each way a paste arrives (`paste_mangling`: quoted, folded, CRLF, indented, wrapped by a
+  paste mangled each way a paste arrives (`mangling.PASTE_WAYS`: quoted, folded, CRLF, indented, wrapped by a
   browser, full-width colons, no-break spaces), with the way that loses most;
 - lint: the share of the problems the threads establish that it reproduces (a finding of the same class;
   and, looser, any warning or error on that setting), and false alarms: errors on settings the threads show
@@ -49,7 +51,7 @@ BENCHMARKS = Path(__file__).resolve().parent
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 
-from paste_mangling import MANGLINGS  # noqa: E402  (a sibling module: benchmarks/ is no package)
+from mangling import LOG_WAYS, PASTE_WAYS  # noqa: E402  (a sibling module: benchmarks/ is no package)
 
 CORPUS = REPO_ROOT / "tests" / "fixtures" / "public" / "threads"
 DEFAULT_REPO = "vllm-project/vllm-ascend"
@@ -186,6 +188,20 @@ def score_triage(thread: Thread, tally: Tally) -> None:
             tally.add("code_agrees")
         else:
             tally.misses.append((thread.name, f"root code {case['code']}", f"code {code}"))
+    for way, carry in LOG_WAYS.items():
+        carried = triage_text(carry(case["log"]), source=thread.path.name).first
+        got = (
+            (carried.diagnosis.kind, carried.diagnosis.code.value if carried.diagnosis.code else None)
+            if carried
+            else None
+        )
+        tally.add(f"carried:{way}")
+        if got == (kind, code) or (got is None and kind is FailureKind.UNKNOWN and code is None):
+            tally.add(f"carried_same:{way}")
+        else:
+            tally.misses.append(
+                (thread.name, f"the same reading once {way}", f"{got} (as posted: {kind.value}, {code})")
+            )
 
 
 def score_readers(thread: Thread, tally: Tally) -> None:
@@ -207,7 +223,7 @@ def score_readers(thread: Thread, tally: Tally) -> None:
         tally.misses.append((thread.name, "every version", said))
     if extra:
         tally.misses.append((thread.name, "no versions the paste does not state", ", ".join(extra)))
-    for way, mangle in MANGLINGS.items():
+    for way, mangle in PASTE_WAYS.items():
         got = read_paste(mangle(case["paste"])).versions
         lost = [k for k, v in expected.items() if not same_version(got.get(k), v, k)]
         tally.add(f"mangled:{way}")
@@ -311,11 +327,12 @@ def figures(board: dict[str, dict[str, Tally]]) -> dict[str, dict[str, Any]]:
             "triage_codes": t.share("code_agrees", "with_code"),
             "triage_with_family": t.counts.get("with_family", 0),
             "triage_with_code": t.counts.get("with_code", 0),
+            "triage_carried": {way: t.share(f"carried_same:{way}", f"carried:{way}") for way in LOG_WAYS},
             "readers_pastes": r.counts.get("pastes", 0),
             "readers_all": r.share("all_read", "pastes"),
             "readers_version_recall": r.share("versions_read", "versions"),
             "readers_false_reads": r.counts.get("false_reads", 0),
-            "readers_mangled": {way: r.share(f"mangled_read:{way}", f"mangled:{way}") for way in MANGLINGS},
+            "readers_mangled": {way: r.share(f"mangled_read:{way}", f"mangled:{way}") for way in PASTE_WAYS},
             "readers_mangled_false_reads": r.counts.get("mangled_false_reads", 0),
             "lint_commands": lint.counts.get("commands", 0),
             "lint_problems": lint.counts.get("problems", 0),
@@ -345,6 +362,18 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
+def _ways_line(verb: str, measure: str, shares: dict[str, float | None], tail: str = "") -> Iterator[str]:
+    """'        mangled 7 ways: every version read 100% (lowest quoted 100%)': the mean over the ways and the lowest."""
+    found = {way: share for way, share in shares.items() if share is not None}
+    if found:
+        lowest = min(found, key=lambda way: found[way])
+        mean = sum(found.values()) / len(found)
+        yield (
+            f"        {verb} {len(found)} ways: {measure} {_pct(mean)} (lowest {lowest} {_pct(found[lowest])})"
+            + (f", {tail}" if tail else "")
+        )
+
+
 def render(
     threads: list[Thread], board: dict[str, dict[str, Tally]], figs: dict[str, Any], worst: int, halves: tuple[str, ...]
 ) -> Iterator[str]:
@@ -357,17 +386,14 @@ def render(
             f"{_pct(f['triage_unknown'])}), agrees with the thread {_pct(f['triage_family_agrees'])} of "
             f"{f['triage_with_family']}, root code {_pct(f['triage_codes'])} of {f['triage_with_code']}"
         )
+        yield from _ways_line("carried", "same family and code", f["triage_carried"])
         yield (
             f"readers {f['readers_pastes']} pastes: every version read {_pct(f['readers_all'])}, version recall "
             f"{_pct(f['readers_version_recall'])}, false reads {f['readers_false_reads']}"
         )
-        mangled = {way: share for way, share in f["readers_mangled"].items() if share is not None}
-        if mangled:
-            lowest = min(mangled, key=lambda way: mangled[way])
-            yield (
-                f"        mangled {len(mangled)} ways: every version read {_pct(sum(mangled.values()) / len(mangled))} "
-                f"(lowest {lowest} {_pct(mangled[lowest])}), false reads {f['readers_mangled_false_reads']}"
-            )
+        yield from _ways_line(
+            "mangled", "every version read", f["readers_mangled"], f"false reads {f['readers_mangled_false_reads']}"
+        )
         per20 = f["lint_false_alarms_per_20"]
         yield (
             f"lint    {f['lint_commands']} commands: problems reproduced {_pct(f['lint_reproduced'])} of "

@@ -29,6 +29,7 @@ from workbench.triage.line_format import PLOG_CONTEXT_STARTS, Level, LineHead, p
 from workbench.triage.operators import find_operators
 from workbench.triage.places import Place, block_place, path_place
 from workbench.triage.timestamps import LogTime
+from workbench.triage.transport import unwrap
 
 PLOG_GAP_S = 2.0  # records of one pid further apart than this are separate events
 # Other writers: torch_npu stamps its error seconds after CANN's message (Ascend/pytorch#67: 8 s), so
@@ -189,7 +190,7 @@ def extract_blocks(
         if block is not None:
             yield block
 
-    for number, raw in enumerate(lines, 1):
+    for number, raw in enumerate(unwrap(lines), 1):
         line = raw.rstrip("\r\n")
         if line.startswith(PLOG_CONTEXT_STARTS):
             continue  # a CANN INFO/DEBUG record: plog blocks are grouped by time, not interrupted

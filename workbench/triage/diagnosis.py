@@ -17,6 +17,7 @@ from workbench.triage.blocks import ErrorBlock
 from workbench.triage.codes import CodeKind, ErrorCode, describe
 from workbench.triage.kinds import FailureKind
 from workbench.triage.knowledge import CodeEntry, KnowledgeBase, SignatureEntry
+from workbench.triage.line_format import Level, parse_line
 from workbench.triage.operators import suite_op
 
 EVIDENCE_LINES = 3
@@ -48,6 +49,7 @@ class _Candidate:
     entry: CodeEntry | SignatureEntry
     code: ErrorCode | None
     basis: str
+    forewarned: bool = False  # hit only on the WARNING line that opened the block: the block's own errors first
 
 
 def _describe_code(code: ErrorCode, kb: KnowledgeBase) -> str:
@@ -75,8 +77,19 @@ def _candidates(block: ErrorBlock, kb: KnowledgeBase) -> list[_Candidate]:
         if block.codes and signature.consequence and signature.family is FailureKind.UNKNOWN:
             continue  # "the engine died" next to a code: the code, even one without an entry, says more
         if _signature_hits(signature, block, text):
-            found.append(_Candidate(signature.priority, len(block.codes), signature, None, f"signature {signature.id}"))
-    return sorted(found, key=lambda c: (-c.priority, c.order))
+            forewarned = signature.in_warnings and _only_in_warnings(signature, block)
+            basis = f"signature {signature.id}"
+            found.append(_Candidate(signature.priority, len(block.codes), signature, None, basis, forewarned))
+    # A warning that names the failure to come decides only a block whose own error lines name no family: when
+    # every line of a process carries its tag, vLLM's V0-fallback warning joins the block of whatever error
+    # comes next (vllm-ascend#672: an HCCL init failure after that warning)
+    named = any(not c.forewarned and c.entry.family is not FailureKind.UNKNOWN for c in found)
+    return sorted(found, key=lambda c: (c.forewarned and named, -c.priority, c.order))
+
+
+def _only_in_warnings(signature: SignatureEntry, block: ErrorBlock) -> bool:
+    hits = [line for line in block.lines if signature.regex.search(line)]
+    return bool(hits) and all(parse_line(line).level is Level.CONTEXT for line in hits)
 
 
 def _evidence(block: ErrorBlock, candidate: _Candidate | None) -> tuple[str, ...]:

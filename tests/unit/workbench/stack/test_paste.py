@@ -70,7 +70,7 @@ def test_a_bare_chip_number_in_prose_is_not_read_without_the_word_ascend():
     assert "chip" not in read_paste("the prompt had 910 tokens and 310 words").versions
 
 
-# Each way a paste arrives (benchmarks/paste_mangling.py), on a collect_env fragment as vllm-ascend#5635 posted it.
+# Each way a paste arrives (benchmarks/mangling.py), on a collect_env fragment as vllm-ascend#5635 posted it.
 COLLECT_ENV = """PyTorch version: 2.5.1
 vLLM Version: 0.11.0
 vLLM Ascend Version: 0.11.0

@@ -1,11 +1,12 @@
-"""Ways a pasted environment report gets mangled on its way into a thread, as pure text transforms.
+"""Ways a log or an environment paste gets mangled on its way into a thread, as pure text transforms.
 
-Issue 47 asks the readers to read pastes however they arrive: markdown-wrapped, line-wrapped by a browser,
-in a Chinese locale. The corpus holds each paste once, in whatever shape its author happened to post it;
-applying each transform below to every paste measures the readers on every shape for every paste (the
-scoreboard's "mangled" line). Each transform is one shape seen in the corpus's own threads:
+Issue 47 asks triage and the readers to read what users post however it arrives: markdown-wrapped,
+line-wrapped by a browser, in a Chinese locale, from a container's log. The corpus holds each log and paste
+once, in whatever shape its author happened to post it; applying each transform below to every one measures
+the tools on every shape for every case (the scoreboard's "mangled" and "carried" lines). Each is a shape
+seen in the corpus's own threads or in the deployments of docs/deploy.md:
 
-    quoted      every line behind '> ' (a reply quoting the report, as GitHub's "Quote reply" writes it)
+    quoted      every line behind '> ' (a reply quoting the post, as GitHub's "Quote reply" writes it)
     folded      inside <details><summary> and a ```text fence (vLLM's and vllm-ascend's issue templates)
     crlf        Windows line ends (a paste from a Windows terminal or editor)
     indented    every line four spaces in (a markdown code block by indentation, a log shipper's prefix)
@@ -13,8 +14,13 @@ scoreboard's "mangled" line). Each transform is one shape seen in the corpus's o
                 a line with no space before column 60 is left whole, as a browser leaves a long word
     fullwidth   a key's ':' as the full-width '：' (a Chinese input method)
     nbsp        spaces as U+00A0 (copied from a rendered page)
+    coloured    a terminal's ANSI colours around the level words (a log copied from a colour terminal)
+    cri         a container runtime's log file line: RFC 3339 time, stream, tag (kubelet's /var/log/pods)
+    compose     docker compose's service column ('vllm-1  | ')
 
-A transform never changes a version's characters: what the paste states stays stated.
+PASTE_WAYS keep a version's characters, LOG_WAYS a log line's text: what the post states stays stated.
+(Tagging every line with one vLLM process prefix is not among them: a log of several processes would then
+claim one writer, which changes what it says.)
 """
 
 from __future__ import annotations
@@ -65,7 +71,22 @@ def nbsp(text: str) -> str:
     return text.replace(" ", "\u00a0")
 
 
-MANGLINGS: dict[str, Callable[[str], str]] = {
+def coloured(text: str) -> str:
+    return re.sub(r"\b(ERROR|WARNING|INFO|CRITICAL)\b", "\x1b[1;31m\\1\x1b[0m", text)
+
+
+def cri(text: str) -> str:
+    return "\n".join(
+        f"2025-06-01T08:{i // 60 % 60:02d}:{i % 60:02d}.123456789Z stderr F {line}"
+        for i, line in enumerate(text.splitlines())
+    )
+
+
+def compose(text: str) -> str:
+    return "\n".join(f"vllm-1  | {line}" for line in text.splitlines())
+
+
+PASTE_WAYS: dict[str, Callable[[str], str]] = {
     "quoted": quoted,
     "folded": folded,
     "crlf": crlf,
@@ -74,5 +95,14 @@ MANGLINGS: dict[str, Callable[[str], str]] = {
     "fullwidth": fullwidth,
     "nbsp": nbsp,
 }
+LOG_WAYS: dict[str, Callable[[str], str]] = {
+    "quoted": quoted,
+    "folded": folded,
+    "crlf": crlf,
+    "indented": indented,
+    "coloured": coloured,
+    "cri": cri,
+    "compose": compose,
+}
 
-__all__ = ["MANGLINGS", "WRAP_AT"]
+__all__ = ["LOG_WAYS", "PASTE_WAYS", "WRAP_AT"]
