@@ -9,7 +9,9 @@ Per tool and half:
   with the family the thread supports (where it supports one), and the root code wherever the thread's log
   carries one;
 - readers: the share of pastes from which every version the paste states is extracted (and each version's
-  recall), and the versions read that the paste does not state (false reads);
+  recall), and the versions read that the paste does not state (false reads); and the same share over every
+  paste mangled each way a paste arrives (`paste_mangling`: quoted, folded, CRLF, indented, wrapped by a
+  browser, full-width colons, no-break spaces), with the way that loses most;
 - lint: the share of the problems the threads establish that it reproduces (a finding of the same class;
   and, looser, any warning or error on that setting), and false alarms: errors on settings the threads show
   working, per 20 such settings.
@@ -42,6 +44,12 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+BENCHMARKS = Path(__file__).resolve().parent
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
+
+from paste_mangling import MANGLINGS  # noqa: E402  (a sibling module: benchmarks/ is no package)
 
 CORPUS = REPO_ROOT / "tests" / "fixtures" / "public" / "threads"
 DEFAULT_REPO = "vllm-project/vllm-ascend"
@@ -199,6 +207,16 @@ def score_readers(thread: Thread, tally: Tally) -> None:
         tally.misses.append((thread.name, "every version", said))
     if extra:
         tally.misses.append((thread.name, "no versions the paste does not state", ", ".join(extra)))
+    for way, mangle in MANGLINGS.items():
+        got = read_paste(mangle(case["paste"])).versions
+        lost = [k for k, v in expected.items() if not same_version(got.get(k), v, k)]
+        tally.add(f"mangled:{way}")
+        tally.add(f"mangled_read:{way}", 0 if lost else 1)
+        if lost and not wrong:  # a paste read whole as posted that this way of pasting breaks
+            tally.misses.append(
+                (thread.name, f"every version once {way}", ", ".join(f"{k}={got.get(k)!r}" for k in lost))
+            )
+        tally.add("mangled_false_reads", sum(1 for k in got if k not in expected and k in KNOWN_VERSION_KEYS))
 
 
 KNOWN_VERSION_KEYS = (
@@ -297,6 +315,8 @@ def figures(board: dict[str, dict[str, Tally]]) -> dict[str, dict[str, Any]]:
             "readers_all": r.share("all_read", "pastes"),
             "readers_version_recall": r.share("versions_read", "versions"),
             "readers_false_reads": r.counts.get("false_reads", 0),
+            "readers_mangled": {way: r.share(f"mangled_read:{way}", f"mangled:{way}") for way in MANGLINGS},
+            "readers_mangled_false_reads": r.counts.get("mangled_false_reads", 0),
             "lint_commands": lint.counts.get("commands", 0),
             "lint_problems": lint.counts.get("problems", 0),
             "lint_reproduced": lint.share("reproduced", "problems"),
@@ -341,6 +361,13 @@ def render(
             f"readers {f['readers_pastes']} pastes: every version read {_pct(f['readers_all'])}, version recall "
             f"{_pct(f['readers_version_recall'])}, false reads {f['readers_false_reads']}"
         )
+        mangled = {way: share for way, share in f["readers_mangled"].items() if share is not None}
+        if mangled:
+            lowest = min(mangled, key=lambda way: mangled[way])
+            yield (
+                f"        mangled {len(mangled)} ways: every version read {_pct(sum(mangled.values()) / len(mangled))} "
+                f"(lowest {lowest} {_pct(mangled[lowest])}), false reads {f['readers_mangled_false_reads']}"
+            )
         per20 = f["lint_false_alarms_per_20"]
         yield (
             f"lint    {f['lint_commands']} commands: problems reproduced {_pct(f['lint_reproduced'])} of "

@@ -61,14 +61,43 @@ class PastedStack:
 
 
 def clean(text: str) -> list[str]:
-    """The paste's lines without markdown fences, HTML tags, list bullets and shell prompts."""
+    """The paste's lines without markdown quotes, fences, HTML tags and list bullets, with a page's no-break
+    spaces and a Chinese input method's full-width colons as their plain forms."""
     lines = []
-    for raw in text.replace("\r", "").splitlines():
-        line = re.sub(r"</?(details|summary|pre|code|br)[^>]*>", " ", raw)
+    plain = text.replace("\r", "").replace("\u00a0", " ").replace("\uff1a", ":")
+    for raw in plain.splitlines():
+        line = re.sub(r"^\s*(?:>\s?)+", "", raw)  # a reply quoting the report ('> ', '> > ', '>> ')
+        line = re.sub(r"</?(details|summary|pre|code|br)[^>]*>", " ", line)
         line = line.replace("```text", " ").replace("```", " ").replace("`", "")
         line = re.sub(r"^\s*(?:[-*•]|\d+\.)\s+", "", line)
         lines.append(line.rstrip())
-    return lines
+    return _rejoined(lines)
+
+
+_LEADING_VERSION = re.compile(r"^\s*v?\d+\.\d")
+
+
+def _wrapped_before_value(line: str) -> bool:
+    """A line a browser wrapped between a name and its value: it ends in a key's colon ('npu-smi 25.2.0
+    Version:') or in a component's name ('... CANN')."""
+    text = line.rstrip()
+    if text.endswith(":"):
+        return True
+    last = re.split(r"[\s,，;；(（]+", text)[-1] if text else ""
+    latin = re.search(r"[A-Za-z][\w-]*$", last)  # Chinese prose runs into the name: '物理机部署CANN'
+    return any(word and _key_of(word) is not None for word in (last, latin.group(0) if latin else ""))
+
+
+def _rejoined(lines: list[str]) -> list[str]:
+    """`lines` with each value a wrap moved to the next line put back after its name (the next line starts with
+    a version, the line before ends in a name or a colon)."""
+    out: list[str] = []
+    for line in lines:
+        if out and _LEADING_VERSION.match(line) and _wrapped_before_value(out[-1]):
+            out[-1] = f"{out[-1]} {line.strip()}"
+        else:
+            out.append(line)
+    return out
 
 
 def _norm_name(name: str) -> str:

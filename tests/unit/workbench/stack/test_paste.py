@@ -68,3 +68,52 @@ def test_a_value_stops_where_chinese_text_starts():
 def test_a_bare_chip_number_in_prose_is_not_read_without_the_word_ascend():
     """Only the word Ascend (or 昇腾) makes a number in running text a chip: '910 tokens' is not one."""
     assert "chip" not in read_paste("the prompt had 910 tokens and 310 words").versions
+
+
+# Each way a paste arrives (benchmarks/paste_mangling.py), on a collect_env fragment as vllm-ascend#5635 posted it.
+COLLECT_ENV = """PyTorch version: 2.5.1
+vLLM Version: 0.11.0
+vLLM Ascend Version: 0.11.0
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| 0     910B                | OK            | 93.2        41                0    / 0             |"""
+COLLECT_ENV_STATES = {"torch": "2.5.1", "vllm": "0.11.0", "vllm_ascend": "0.11.0", "chip": "910B"}
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: "\n".join(f"> {line}" for line in t.splitlines()),  # GitHub's "Quote reply"
+        lambda t: "\n".join(f"> > {line}" for line in t.splitlines()),  # a quote of a quote
+        lambda t: t.replace(": ", "\uff1a"),  # a Chinese input method's colon
+        lambda t: t.replace(" ", "\u00a0"),  # no-break spaces, copied from a rendered page
+    ],
+    ids=["quoted", "quoted twice", "full-width colon", "no-break spaces"],
+)
+def test_a_mangled_collect_env_states_what_the_plain_one_does(mangle):
+    assert read_paste(COLLECT_ENV).versions == COLLECT_ENV_STATES
+    assert read_paste(mangle(COLLECT_ENV)).versions == COLLECT_ENV_STATES
+
+
+@pytest.mark.parametrize(
+    ("paste", "expected"),
+    [
+        # vllm-ascend#9376, wrapped by a browser between the name (run into Chinese prose) and its version
+        ("物理机部署CANN\n9.0.0，固件与驱动版本为：driver_25.5.2_linux-aarch64", {"cann_toolkit": "9.0.0"}),
+        # vllm-ascend#13050: npu-smi's header (which outranks the prose's shorter '25.2') wrapped after 'Version:'
+        (
+            "- 驱动版本：25.2\n| npu-smi 25.2.0                                   Version:\n25.2.0       |",
+            {"driver": "25.2.0"},
+        ),
+    ],
+)
+def test_a_value_wrapped_onto_the_next_line_is_put_back_after_its_name(paste, expected):
+    versions = read_paste(paste).versions
+    assert {k: versions.get(k) for k in expected} == expected
+
+
+def test_a_line_after_a_heading_is_not_joined_unless_it_starts_with_a_version():
+    """'Versions of relevant libraries:' ends in a colon, but the pip lines after it start with '[pip3]', and
+    '2 cards:' followed by a card count is no name: only a colon or a component's name takes the next version."""
+    paste = "Versions of relevant libraries:\n[pip3] torch==2.5.1\nUsing 2 cards\n910B3 is the chip"
+    assert read_paste(paste).versions.get("torch") == "2.5.1"
+    assert "driver" not in read_paste("Power(W)\n93.2 41").versions
