@@ -38,8 +38,9 @@ ALIASES = {
     "vllm_ascend": ("vllmascend", "vllmascendversion"),
     "transformers": ("transformers",),
     "python": ("python", "pythonversion"),
-    "cann_toolkit": ("cann", "cannversion", "cann包版本", "cann版本", "canntoolkit", "ascendtoolkit"),
-    "driver": ("driver", "驱动", "驱动版本", "hdk", "ascendhdk", "npudriver", "npusmi"),
+    # 'toolkit' alone and the typo 'dirver': a pip-style list of the Ascend stack (vllm-ascend#8049)
+    "cann_toolkit": ("cann", "cannversion", "cann包版本", "cann版本", "canntoolkit", "ascendtoolkit", "toolkit"),
+    "driver": ("driver", "dirver", "驱动", "驱动版本", "hdk", "ascendhdk", "npudriver", "npusmi"),
     "firmware": ("firmware", "固件", "固件版本"),
     "triton_ascend": ("tritonascend",),
     "chip": ("npu", "chip", "chips", "硬件", "hardware", "芯片", "device", "soc", "gpu", "accelerator", "显卡"),

@@ -47,6 +47,8 @@ from workbench.stack.paste import read_paste
             "torch版本是2.1.0，驱动版本也核对无误7.0.RC1.alpha003， python3.8",
             {"torch": "2.1.0", "driver": "7.0.RC1.alpha003", "python": "3.8"},
         ),
+        # vllm-ascend#8049 (eighth round): a pip-style list of the stack with 'toolkit' alone and the typo 'dirver'
+        ("dirver==25.2.1\ntoolkit==8.5.1\nnnal==8.5.1", {"driver": "25.2.1", "cann_toolkit": "8.5.1"}),
         # vllm-ascend#6134 (sixth round): a name run into Chinese prose that holds an earlier Latin word
         ("ubuntu22.04，新建了conda环境并安装torch==2.8.0与torch+npu。", {"torch": "2.8.0"}),
     ],
