@@ -64,6 +64,7 @@ class ErrorBlock:
     frames: tuple[Frame, ...]  # the Python traceback's frames, outermost first
     place: Place
     exception: str | None  # the last exception line, e.g. 'RuntimeError: ACL stream synchronize failed, ...'
+    forewarned: bool = False  # lines[0] is a WARNING that named the failure to come (see `extract_blocks`)
 
     @property
     def text(self) -> str:
@@ -83,6 +84,7 @@ class _Open:
     last_time: LogTime | None = None
     raised: bool = False  # an exception line has been added
     pid: int | None = None  # the first pid a line of the block named
+    forewarned: bool = False  # opened by a WARNING that named the failure to come
 
 
 @functools.lru_cache(maxsize=8)
@@ -164,6 +166,7 @@ def _finish(current: _Open, source: str, from_path: Place) -> ErrorBlock | None:
         frames=tuple(frames),
         place=block_place(heads, text, from_path),
         exception=exception,
+        forewarned=current.forewarned,
     )
 
 
@@ -216,6 +219,7 @@ def extract_blocks(
             early = warned.pop(stream, None)
             if early is not None:
                 _add(current, *early, is_trigger=True)
+                current.forewarned = True
         _add(current, number, line, head, is_trigger)
         last_writer = stream
         if current.quiet >= RAW_QUIET_LINES:

@@ -17,7 +17,6 @@ from workbench.triage.blocks import ErrorBlock
 from workbench.triage.codes import CodeKind, ErrorCode, describe
 from workbench.triage.kinds import FailureKind
 from workbench.triage.knowledge import CodeEntry, KnowledgeBase, SignatureEntry
-from workbench.triage.line_format import Level, parse_line
 from workbench.triage.operators import suite_op
 
 EVIDENCE_LINES = 3
@@ -88,8 +87,8 @@ def _candidates(block: ErrorBlock, kb: KnowledgeBase) -> list[_Candidate]:
 
 
 def _only_in_warnings(signature: SignatureEntry, block: ErrorBlock) -> bool:
-    hits = [line for line in block.lines if signature.regex.search(line)]
-    return bool(hits) and all(parse_line(line).level is Level.CONTEXT for line in hits)
+    """The signature hits the warning that opened the block and none of the block's own lines."""
+    return block.forewarned and not any(signature.regex.search(line) for line in block.lines[1:])
 
 
 def _evidence(block: ErrorBlock, candidate: _Candidate | None) -> tuple[str, ...]:

@@ -59,10 +59,14 @@ def _indent(lines: list[str]) -> str:
     return shared
 
 
+def _uncoloured(line: str) -> str:
+    return _ANSI.sub("", line) if "\x1b" in line else line  # a plog of 100 MB has no escape: no regex per line
+
+
 def unwrap(lines: Iterable[str]) -> Iterator[str]:
     """`lines` without their colours, the carriers that mark most of them and the indentation they all share."""
     lines = iter(lines)
-    head = [_ANSI.sub("", line) for line in itertools.islice(lines, SAMPLE)]
+    head = [_uncoloured(line) for line in itertools.islice(lines, SAMPLE)]
     carriers = _carried_by([line.rstrip("\r\n") for line in head])
 
     def bare(line: str) -> str:
@@ -70,9 +74,9 @@ def unwrap(lines: Iterable[str]) -> Iterator[str]:
             line = _strip(carrier, line)
         return line
 
-    indent = _indent([bare(line.rstrip("\r\n")) for line in head])
-    for line in itertools.chain(head, (_ANSI.sub("", line) for line in lines)):
-        line = bare(line)
+    head = [bare(line) for line in head]
+    indent = _indent([line.rstrip("\r\n") for line in head])
+    for line in itertools.chain(head, (bare(_uncoloured(line)) for line in lines)):
         yield line[len(indent) :] if indent and line.startswith(indent) else line
 
 

@@ -3,7 +3,7 @@ only): each log is a thread's own lines, with the family, cause and fix the know
 
 from __future__ import annotations
 
-from workbench.triage.api import triage_text
+from tests.unit.workbench.triage.first_error import first_diagnosis, first_kind
 from workbench.triage.kinds import FailureKind
 
 # vllm-project/vllm-ascend#7401: Mooncake's ascend_direct transport cannot reach the decode node
@@ -20,27 +20,20 @@ AssertionError: Torch not compiled with CUDA enabled
 """
 
 
-def _first(log: str):
-    report = triage_text(log, source="test")
-    assert report.first is not None
-    return report.first.diagnosis
-
-
 def test_a_kv_connector_that_cannot_reach_its_peer_is_kv_transfer():
-    diagnosis = _first(KV_TRANSFER)
+    diagnosis = first_diagnosis(KV_TRANSFER)
     assert diagnosis.kind is FailureKind.KV_TRANSFER
     assert "use_ascend_direct" in diagnosis.fix
 
 
 def test_a_cuda_only_vllm_path_on_the_npu_is_a_feature_the_release_does_not_serve():
-    assert _first(CUDA_PATH).kind is FailureKind.UNSUPPORTED_FEATURE
+    assert first_diagnosis(CUDA_PATH).kind is FailureKind.UNSUPPORTED_FEATURE
 
 
 def test_an_engine_that_died_without_its_cause_in_the_log_stays_unknown():
     """vllm-project/vllm-ascend#3513: nothing in these lines says why; `unknown` with the lines read."""
     log = "(APIServer pid=3478) ERROR 10-16 16:27:53 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.\n"
-    report = triage_text(log, source="test")
-    assert report.first is None or report.first.diagnosis.kind is FailureKind.UNKNOWN
+    assert first_kind(log) in (None, FailureKind.UNKNOWN)
 
 
 # vllm-project/vllm-ascend#9677 (third round): BiSheng crashed compiling a Triton-Ascend kernel on a 950PR
@@ -53,7 +46,7 @@ bisheng: error: clang frontend command failed with exit code 139 (use -v to see 
 
 
 def test_a_triton_kernel_the_bisheng_compiler_fails_on_is_a_compiler_failure():
-    diagnosis = _first(TRITON_KERNEL)
+    diagnosis = first_diagnosis(TRITON_KERNEL)
     assert diagnosis.kind is FailureKind.COMPILER_POOL
     assert "triton-ascend" in diagnosis.fix
 
@@ -61,7 +54,7 @@ def test_a_triton_kernel_the_bisheng_compiler_fails_on_is_a_compiler_failure():
 def test_a_compiler_without_a_target_for_the_chip_still_says_the_chip_is_not_supported():
     """The chip line outranks the generic compile failure (chip_not_supported above triton_kernel_compile)."""
     log = "triton.compiler.errors.MLIRCompilationError: \nbishengir-compile: for the --target option: Cannot find option named 'Ascend310P1'!\n"
-    assert _first(log).kind is FailureKind.CANN_INIT
+    assert first_diagnosis(log).kind is FailureKind.CANN_INIT
 
 
 # vllm-project/vllm-ascend#8525 and #11622 (fifth round): a vLLM model layer that only subclasses vLLM's own
@@ -73,14 +66,13 @@ NotImplementedError: <class 'vllm_ascend.attention.attention_v1.AscendAttentionB
 
 
 def test_a_model_that_refuses_the_ascend_attention_backend_is_a_feature_the_release_does_not_serve():
-    assert _first(BACKEND_REFUSED).kind is FailureKind.UNSUPPORTED_FEATURE
+    assert first_diagnosis(BACKEND_REFUSED).kind is FailureKind.UNSUPPORTED_FEATURE
 
 
 def test_a_not_implemented_error_without_a_backend_class_is_not_read_as_that_refusal():
     """Only a backend class named as not supported is this refusal; another NotImplementedError says nothing."""
     log = "NotImplementedError: <class 'torch.nn.Module'> is not yet supported\n"
-    report = triage_text(log, source="test")
-    assert report.first is None or report.first.diagnosis.kind is not FailureKind.UNSUPPORTED_FEATURE
+    assert first_kind(log) is not FailureKind.UNSUPPORTED_FEATURE
 
 
 # Ascend/pytorch#24 (sixth round): Python started inside torch_npu's source tree imports the checkout, which
@@ -96,7 +88,7 @@ ModuleNotFoundError: No module named 'torch_npu._C'
 
 
 def test_torch_npu_without_its_compiled_module_imported_from_a_source_tree_is_a_shadowing_checkout():
-    diagnosis = _first(TORCH_NPU_SOURCE_TREE)
+    diagnosis = first_diagnosis(TORCH_NPU_SOURCE_TREE)
     assert diagnosis.kind is FailureKind.PACKAGE_SHADOWED
     assert "directory" in diagnosis.fix
 
@@ -104,7 +96,7 @@ def test_torch_npu_without_its_compiled_module_imported_from_a_source_tree_is_a_
 def test_an_installed_torch_npu_without_its_compiled_module_is_not_read_as_a_shadowing_checkout():
     """The same message from site-packages is a broken or mismatched install, not a checkout in the way."""
     log = TORCH_NPU_SOURCE_TREE.replace("/data/package/pytorch/", "/usr/local/lib/python3.10/site-packages/")
-    assert _first(log).kind is FailureKind.VERSION_MISMATCH
+    assert first_diagnosis(log).kind is FailureKind.VERSION_MISMATCH
 
 
 # vllm-project/vllm-ascend#564 (sixth round): CANN's graph engine and its operator compiler fail to start
@@ -116,7 +108,7 @@ ERROR 04-18 01:55:45 engine.py:400]        [Init][Compiler]Init compiler failed[
 
 
 def test_cann_graph_engine_that_cannot_initialise_is_cann_init():
-    assert _first(GE_INIT).kind is FailureKind.CANN_INIT
+    assert first_diagnosis(GE_INIT).kind is FailureKind.CANN_INIT
 
 
 # vllm-project/vllm-ascend#8107 (sixth round): an aclnn operator's parameter check, quoted without the word
@@ -128,7 +120,7 @@ ACLNN_PARAMETER_CHECK = (
 
 
 def test_an_aclnn_operator_that_says_what_its_input_should_be_refused_it_at_its_check():
-    diagnosis = _first(ACLNN_PARAMETER_CHECK)
+    diagnosis = first_diagnosis(ACLNN_PARAMETER_CHECK)
     assert diagnosis.kind is FailureKind.OPERATOR_CHECK
     assert any("aclnnFusedInferAttentionScoreV3" in line for line in diagnosis.evidence)
 
@@ -141,17 +133,16 @@ PLUGIN_BACKEND = (
 
 
 def test_an_ascend_attention_backend_vllm_does_not_know_is_a_plugin_built_for_another_vllm():
-    diagnosis = _first(PLUGIN_BACKEND)
+    diagnosis = first_diagnosis(PLUGIN_BACKEND)
     assert diagnosis.kind is FailureKind.VERSION_MISMATCH
     assert "CUSTOM" in " ".join(diagnosis.causes)
     # the MLA backend's name says the same (vllm_ascend/attention/mla_v1.py@v0.11.0:49)
-    assert _first(PLUGIN_BACKEND.replace("'ASCEND'", "'ASCEND_MLA'")).kind is FailureKind.VERSION_MISMATCH
+    assert first_diagnosis(PLUGIN_BACKEND.replace("'ASCEND'", "'ASCEND_MLA'")).kind is FailureKind.VERSION_MISMATCH
 
 
 def test_an_unknown_backend_name_that_is_not_the_plugins_is_not_read_as_a_mismatch():
     """A typo in VLLM_ATTENTION_BACKEND says nothing about the plugin's version."""
-    report = triage_text(PLUGIN_BACKEND.replace("'ASCEND'", "'FLASH_ATN'"), source="test")
-    assert report.first is None or report.first.diagnosis.kind is not FailureKind.VERSION_MISMATCH
+    assert first_kind(PLUGIN_BACKEND.replace("'ASCEND'", "'FLASH_ATN'")) is not FailureKind.VERSION_MISMATCH
 
 
 # vllm-project/vllm-ascend#16983 (seventh round): argparse refuses a config flag's JSON value (title, as cut)
@@ -159,9 +150,9 @@ ARGUMENT_REFUSED = "vllm serve: error: argument --attention-config/-ac: 1 valida
 
 
 def test_a_flag_value_the_argument_parser_refuses_is_a_refused_setting():
-    assert _first(ARGUMENT_REFUSED).kind is FailureKind.CONFIG_REFUSED
+    assert first_diagnosis(ARGUMENT_REFUSED).kind is FailureKind.CONFIG_REFUSED
     typed = "vllm serve: error: argument --max-model-len: invalid int value: '32k'\n"
-    assert _first(typed).kind is FailureKind.CONFIG_REFUSED
+    assert first_diagnosis(typed).kind is FailureKind.CONFIG_REFUSED
 
 
 # vllm-project/vllm-ascend#183 (seventh round): DeepSeek-V3's FP8 checkpoint on a release that does not serve it
@@ -173,15 +164,14 @@ QUANTIZED_WEIGHTS = """\
 
 
 def test_a_checkpoints_quantization_parameter_the_model_has_no_slot_for_is_a_quantization_not_served():
-    diagnosis = _first(QUANTIZED_WEIGHTS)
+    diagnosis = first_diagnosis(QUANTIZED_WEIGHTS)
     assert diagnosis.kind is FailureKind.UNSUPPORTED_FEATURE
     assert "--quantization ascend" in diagnosis.fix
 
 
 def test_a_missing_ordinary_weight_is_not_read_as_a_quantization_not_served():
     log = QUANTIZED_WEIGHTS.replace("w2_weight_scale_inv", "w2_weight")
-    report = triage_text(log, source="test")
-    assert report.first is None or report.first.diagnosis.kind is not FailureKind.UNSUPPORTED_FEATURE
+    assert first_kind(log) is not FailureKind.UNSUPPORTED_FEATURE
 
 
 # vllm-project/vllm-ascend#10562 (seventh round): the LoRA expand kernel's input check (csrc/torch_binding.cpp)
@@ -192,7 +182,6 @@ RuntimeError: hidden in should be smaller than hidden out.
 
 
 def test_a_vllm_ascend_kernel_that_says_what_its_input_should_be_refused_it_at_its_check():
-    assert _first(CUSTOM_OP_CHECK).kind is FailureKind.OPERATOR_CHECK
+    assert first_diagnosis(CUSTOM_OP_CHECK).kind is FailureKind.OPERATOR_CHECK
     prose = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices\n"
-    report = triage_text(prose, source="test")
-    assert report.first is None or report.first.diagnosis.kind is not FailureKind.OPERATOR_CHECK
+    assert first_kind(prose) is not FailureKind.OPERATOR_CHECK

@@ -4,6 +4,7 @@ same words could wrongly catch."""
 
 from __future__ import annotations
 
+from tests.unit.workbench.triage.first_error import first_diagnosis, first_kind
 from workbench.triage.api import triage_text
 from workbench.triage.kinds import FailureKind
 
@@ -34,14 +35,8 @@ ERROR 03-04 12:57:08 [engine.py:409]         [GraphOpt][FusedGraph][RunCompile] 
 """
 
 
-def _first(log: str):
-    report = triage_text(log, source="test")
-    assert report.first is not None
-    return report.first.diagnosis
-
-
 def test_a_worker_forked_after_the_parent_touched_the_npu_is_a_device_init_failure_fixed_by_spawn():
-    diagnosis = _first(FORKED)
+    diagnosis = first_diagnosis(FORKED)
     assert diagnosis.kind is FailureKind.DEVICE_INIT
     assert "VLLM_WORKER_MULTIPROC_METHOD=spawn" in diagnosis.fix
 
@@ -53,29 +48,28 @@ def test_the_cuda_fork_message_is_not_read_as_the_npu_one():
 
 
 def test_a_card_another_container_holds_is_a_device_init_failure():
-    diagnosis = _first(DEVICE_USED)
+    diagnosis = first_diagnosis(DEVICE_USED)
     assert diagnosis.kind is FailureKind.DEVICE_INIT
     assert "npu-smi info" in diagnosis.fix
 
 
 def test_an_op_without_a_kernel_for_the_dtype_is_kernel_missing_with_cann_code_over_torch_npu_wrapper():
-    diagnosis = _first(NO_BF16_KERNEL)
+    diagnosis = first_diagnosis(NO_BF16_KERNEL)
     assert diagnosis.kind is FailureKind.KERNEL_MISSING
     assert str(diagnosis.code).startswith("E90003")
     assert "--dtype float16" in diagnosis.fix
 
 
 def test_a_graph_the_fusion_engine_cannot_compile_is_a_compiler_failure():
-    assert _first(GRAPH_COMPILE).kind is FailureKind.COMPILER_POOL
+    assert first_diagnosis(GRAPH_COMPILE).kind is FailureKind.COMPILER_POOL
 
 
 def test_the_generic_graph_compile_line_does_not_outrank_the_line_that_names_the_dtype():
     """In one block the dtype line (kernel_missing, 86) says more than the fusion engine's failure (compiler_pool, 55)."""
     graph_lines = "".join(f"[rank0]: {line.split(']', 1)[1].strip()}\n" for line in GRAPH_COMPILE.splitlines())
-    assert _first(NO_BF16_KERNEL + graph_lines).kind is FailureKind.KERNEL_MISSING
+    assert first_diagnosis(NO_BF16_KERNEL + graph_lines).kind is FailureKind.KERNEL_MISSING
 
 
 def test_a_dtype_refused_by_a_setting_check_is_not_a_missing_kernel():
     log = "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. bfloat16 of the model is not supported\n"
-    report = triage_text(log, source="test")
-    assert report.first is None or report.first.diagnosis.kind is not FailureKind.KERNEL_MISSING
+    assert first_kind(log) is not FailureKind.KERNEL_MISSING
